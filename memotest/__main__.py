@@ -1,0 +1,5 @@
+import sys
+
+from memotest.cli import main
+
+sys.exit(main())

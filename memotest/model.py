@@ -1,0 +1,154 @@
+"""Plain data that flows between memotest's modules.
+
+Nothing here does I/O. A :class:`Target` comes out of a loader, a :class:`Trace` out of the
+tracer, an :class:`Input` list out of validation, and a :class:`Record` goes into the store.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """Where a target was defined, for error messages (``memotest.toml:12``)."""
+
+    file: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+
+@dataclass(frozen=True)
+class Target:
+    """One memoizable command.
+
+    ``command`` is a string (run with ``/bin/sh -c``) or a tuple (an argv). ``cwd`` is
+    absolute. ``env`` holds the declared variables, which are always part of the key.
+    """
+
+    name: str
+    command: str | tuple[str, ...]
+    cwd: str
+    env: tuple[tuple[str, str], ...] = ()
+    needs: tuple[str, ...] = ()
+    timeout: float | None = None
+    tags: frozenset[str] = frozenset()
+    outputs: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
+    source: SourceLocation | None = None
+
+    @property
+    def argv(self) -> list[str]:
+        if isinstance(self.command, str):
+            return ["/bin/sh", "-c", self.command]
+        return list(self.command)
+
+
+@dataclass(frozen=True)
+class Incomplete:
+    """A reason the tracer could not see everything a process did."""
+
+    pid: int | None
+    exe: str | None
+    reason: str
+
+    def as_json(self) -> dict[str, object]:
+        return {"pid": self.pid, "exe": self.exe, "reason": self.reason}
+
+
+@dataclass
+class ProcessInfo:
+    """One process of the traced tree. ``traced`` is true when the shim announced it."""
+
+    pid: int
+    ppid: int | None
+    exe: str | None
+    argv: list[str]
+    cwd: str | None
+    traced: bool
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "pid": self.pid,
+            "ppid": self.ppid,
+            "exe": self.exe,
+            "argv": self.argv,
+            "cwd": self.cwd,
+            "traced": self.traced,
+        }
+
+
+#: The observation sets of a trace, in the order ``memotest trace`` prints them.
+OBSERVATION_KEYS = (
+    "reads",
+    "writes",
+    "stats",
+    "missing",
+    "listed",
+    "execs",
+    "deleted",
+    "loaded",
+    "connects",
+)
+
+
+@dataclass
+class Trace:
+    """What a command's whole process tree observed, as absolute normalized paths.
+
+    ``reads``/``stats``/``missing`` hold only what the tree saw *before* changing it itself:
+    a file the tree created and then read is in ``writes`` alone (an output, not an input).
+    ``started_ns``/``finished_ns`` are ``time.time_ns()`` around the run.
+    """
+
+    command: list[str]
+    exit_code: int
+    complete: bool = True
+    incomplete: list[Incomplete] = field(default_factory=list)
+    reads: set[str] = field(default_factory=set)
+    writes: set[str] = field(default_factory=set)
+    stats: set[str] = field(default_factory=set)
+    missing: set[str] = field(default_factory=set)
+    listed: set[str] = field(default_factory=set)
+    execs: set[str] = field(default_factory=set)
+    deleted: set[str] = field(default_factory=set)
+    loaded: set[str] = field(default_factory=set)
+    connects: set[str] = field(default_factory=set)
+    processes: list[ProcessInfo] = field(default_factory=list)
+    started_ns: int = 0
+    finished_ns: int = 0
+
+    def as_json(self) -> dict[str, object]:
+        """The object ``memotest trace`` prints: exactly the documented keys."""
+        out: dict[str, object] = {
+            "command": self.command,
+            "exit_code": self.exit_code,
+            "complete": self.complete,
+            "incomplete": [i.as_json() for i in self.incomplete],
+        }
+        for key in OBSERVATION_KEYS:
+            out[key] = sorted(getattr(self, key))
+        out["processes"] = [p.as_json() for p in self.processes]
+        return out
+
+
+class Kind(str, enum.Enum):
+    """How an input path is fingerprinted."""
+
+    FILE = "file"  #: content hash (xxh3-128) of what the path resolves to
+    ABSENT = "absent"  #: the path did not exist (ENOENT/ENOTDIR)
+    DIR = "dir"  #: the path is a directory (stat'ed, opened, not listed)
+    LISTING = "list"  #: hash of the sorted entry names of a listed directory
+    OTHER = "other"  #: exists and is neither file nor directory (fifo, socket, device)
+
+
+@dataclass(frozen=True)
+class Input:
+    """One recorded input: a path, how it is fingerprinted, and the fingerprint."""
+
+    path: str
+    kind: Kind
+    digest: str

@@ -1,0 +1,209 @@
+"""Turns the shim's events and the poller's sightings into a :class:`Trace`.
+
+Three jobs: classify each path by what the tree did with it first (a file the tree wrote
+before reading is an output, not an input), pair every ``exec`` with the announcement of
+the new image (an image that never announced itself ran without the shim), and fold in
+the processes that polling saw but the shim never reported.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections import Counter
+
+import psutil
+
+from memotest.model import Incomplete, ProcessInfo, Trace
+from memotest.tracer.elf import why_untraceable
+from memotest.tracer.log import Event
+from memotest.tracer.procwatch import Seen
+
+PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
+ABSENT_ERRNOS = {str(errno.ENOENT), str(errno.ENOTDIR)}
+
+
+def is_pseudo(path: str) -> bool:
+    """Paths of kernel file systems, which are never inputs."""
+    return any(path == r or path.startswith(r + "/") for r in PSEUDO_ROOTS)
+
+
+def resolve_dotdot(path: str) -> str:
+    """Resolves ``..`` against the real file system: ``link/..`` is the parent of the
+    link's target, not of the link. The last component itself is kept as it is."""
+    if "/.." not in path:
+        return path
+    head, tail = os.path.split(path)
+    if tail == "..":
+        return os.path.realpath(path)
+    return os.path.join(os.path.realpath(head), tail)
+
+
+def build_trace(
+    *,
+    command: list[str],
+    exit_code: int,
+    root_pid: int,
+    events: list[Event],
+    damage: str | None,
+    records_lost: bool,
+    seen: list[Seen],
+    leftovers: list[psutil.Process],
+    shim: str,
+    trace_dir: str,
+) -> Trace:
+    trace = Trace(command=command, exit_code=exit_code)
+    incomplete = trace.incomplete
+    changed: set[str] = set()  # paths the tree wrote or deleted so far
+    images: dict[int, ProcessInfo] = {}
+    announced: Counter[int] = Counter()
+    execs: dict[int, list[str]] = {}
+    skip = (trace_dir, trace_dir + "/")
+    norm: dict[str, str | None] = {}
+
+    def clean(raw: str) -> str | None:
+        got = norm.get(raw, "")
+        if got != "":
+            return got
+        path = resolve_dotdot(raw)
+        out = None if is_pseudo(path) or path.startswith(skip) or path == shim else path
+        norm[raw] = out
+        return out
+
+    for ev in events:
+        op = ev.op
+        if op in "RSM":
+            path = clean(ev.path)
+            if path is not None and path not in changed:
+                (trace.reads if op == "R" else trace.stats if op == "S" else trace.missing).add(
+                    path
+                )
+        elif op == "W" or op == "D":
+            path = clean(ev.path)
+            if path is not None:
+                changed.add(path)
+                (trace.writes if op == "W" else trace.deleted).add(path)
+        elif op == "L":
+            path = clean(ev.path)
+            if path is not None:
+                trace.listed.add(path)
+        elif op == "O":
+            path = clean(ev.path)
+            if path is not None:
+                trace.loaded.add(path)
+        elif op == "C":
+            trace.connects.add(ev.path)
+        elif op == "E":
+            execs.setdefault(ev.pid, []).append(ev.path)
+        elif op == "F":
+            pending = execs.get(ev.pid, [])
+            if ev.path in pending:
+                pending.remove(ev.path)
+            if len(ev.fields) > 1 and ev.fields[1] in ABSENT_ERRNOS:
+                path = clean(ev.path)
+                if path is not None and path not in changed:
+                    trace.missing.add(path)
+        elif op == "P":
+            announced[ev.pid] += 1
+            ppid, exe, cwd, *argv = ev.fields
+            images[ev.pid] = ProcessInfo(ev.pid, _int(ppid), exe, argv, cwd, True)
+            if exe:
+                trace.execs.add(exe)
+        elif op == "K":
+            parent = images.get(_int(ev.fields[0]) or -1)
+            images.setdefault(
+                ev.pid,
+                ProcessInfo(
+                    ev.pid,
+                    _int(ev.fields[0]),
+                    parent.exe if parent else None,
+                    list(parent.argv) if parent else [],
+                    parent.cwd if parent else None,
+                    True,
+                ),
+            )
+        elif op == "I":
+            incomplete.append(Incomplete(ev.pid, _exe(images, ev.pid), ev.path))
+
+    # Every exec must be answered by the new image announcing itself.
+    for pid, paths in execs.items():
+        expected = len(paths) + (1 if pid == root_pid else 0)
+        missing = expected - announced[pid]
+        for path in paths[len(paths) - missing :] if missing > 0 else []:
+            reason = why_untraceable(path) or "the program ran without the shim"
+            incomplete.append(Incomplete(pid, path, reason))
+        trace.execs.update(paths)
+    if not announced[root_pid] and root_pid not in execs:
+        exe = command[0] if command else None
+        reason = why_untraceable(_which(exe)) or "the shim did not load into the command"
+        incomplete.append(Incomplete(root_pid, exe, reason))
+
+    # Programs that load the shim but bypass libc (Go).
+    for info in images.values():
+        reason = why_untraceable(info.exe)
+        if reason:
+            incomplete.append(Incomplete(info.pid, info.exe, reason))
+
+    # What polling saw that the shim did not report.
+    for s in seen:
+        if s.pid in images:
+            continue
+        traced = bool(s.shim_mapped)
+        images[s.pid] = ProcessInfo(s.pid, s.ppid, s.exe, s.argv, s.cwd, traced)
+        if s.shim_mapped is False:
+            reason = why_untraceable(s.exe) or "the shim is not loaded in this process"
+            incomplete.append(Incomplete(s.pid, s.exe, reason))
+            trace.reads.update(p for p in s.open_files if clean(p) and p not in changed)
+            if s.exe:
+                trace.execs.add(s.exe)
+
+    for p in leftovers:
+        try:
+            exe = p.exe()
+        except psutil.Error:
+            exe = None
+        incomplete.append(Incomplete(p.pid, exe, "still running after the command exited"))
+
+    if damage:
+        incomplete.append(Incomplete(None, None, damage))
+    if records_lost:
+        incomplete.append(Incomplete(None, None, "the shim could not write every record"))
+
+    trace.execs = {p for p in (clean(x) for x in trace.execs) if p is not None}
+    trace.processes = sorted(images.values(), key=lambda i: i.pid)
+    trace.incomplete = _dedup(incomplete)
+    trace.complete = not trace.incomplete
+    return trace
+
+
+def _int(s: str | None) -> int | None:
+    try:
+        return int(s) if s is not None else None
+    except ValueError:
+        return None
+
+
+def _exe(images: dict[int, ProcessInfo], pid: int) -> str | None:
+    info = images.get(pid)
+    return info.exe if info else None
+
+
+def _which(exe: str | None) -> str | None:
+    if not exe:
+        return None
+    if "/" in exe:
+        return exe
+    import shutil
+
+    return shutil.which(exe)
+
+
+def _dedup(items: list[Incomplete]) -> list[Incomplete]:
+    seen: set[tuple[int | None, str | None, str]] = set()
+    out = []
+    for i in items:
+        key = (i.pid, i.exe, i.reason)
+        if key not in seen:
+            seen.add(key)
+            out.append(i)
+    return out

@@ -1,0 +1,176 @@
+"""Runs one command under the tracer: the shim in every process, psutil around the tree."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from typing import IO
+
+import psutil
+
+from memotest.model import Trace
+from memotest.tracer import shim
+from memotest.tracer.collect import build_trace
+from memotest.tracer.log import read as read_log
+from memotest.tracer.procwatch import ProcessWatcher, become_subreaper
+
+_subreaper = False
+
+
+class TracedRun:
+    """A command running under the tracer.
+
+    ``start()`` launches it in its own process group; ``wait()`` waits (optionally with a
+    timeout); ``kill()`` ends the whole tree; ``finish()`` returns the :class:`Trace`.
+    Use it as a context manager so the trace folder is always removed.
+    """
+
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        stdin: int | IO | None = subprocess.DEVNULL,
+        stdout: int | IO | None = None,
+        stderr: int | IO | None = None,
+        trace_root: str | None = None,
+        new_session: bool = True,
+    ) -> None:
+        global _subreaper
+        if not _subreaper:
+            become_subreaper()
+            _subreaper = True
+        self.argv = list(argv)
+        self.cwd = cwd
+        self.lib = shim.shim_path()
+        self.dir = tempfile.mkdtemp(prefix="memotest-trace-", dir=trace_root)
+        self.log_path = os.path.join(self.dir, "log")
+        self.status_path = os.path.join(self.dir, "status")
+        with open(self.log_path, "wb"):
+            pass
+        with open(self.status_path, "wb") as f:
+            f.write(b"0")
+        base = dict(os.environ if env is None else env)
+        self.env = shim.traced_environ(base, self.dir)
+        self._stdio = (stdin, stdout, stderr)
+        self.new_session = new_session
+        self.proc: subprocess.Popen | None = None
+        self.watcher: ProcessWatcher | None = None
+        self.started_ns = 0
+        self.finished_ns = 0
+        self.killed_by: str | None = None
+
+    def __enter__(self) -> TracedRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def start(self) -> TracedRun:
+        """Starts the command. Raises FileNotFoundError/PermissionError as Popen does."""
+        stdin, stdout, stderr = self._stdio
+        self.started_ns = time.time_ns()
+        self.proc = subprocess.Popen(
+            self.argv,
+            cwd=self.cwd,
+            env=self.env,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=self.new_session,
+        )
+        self.watcher = ProcessWatcher(self.proc.pid, self.lib, self.dir).start()
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """The exit code, or None if the command is still running after ``timeout``."""
+        assert self.proc is not None
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self, reason: str = "killed", grace: float = 1.0) -> None:
+        """Ends the whole tree: SIGTERM to the process group and to every descendant psutil
+        finds (also those that left the group with setsid), then SIGKILL to whatever is
+        left after ``grace`` seconds, looking again for processes forked meanwhile."""
+        assert self.proc is not None and self.watcher is not None
+        self.killed_by = self.killed_by or reason
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0), (signal.SIGKILL, 2.0)):
+            victims = self._victims()
+            if not victims:
+                break
+            if self.new_session:
+                with contextlib.suppress(OSError):
+                    os.killpg(self.proc.pid, sig)  # the group, including what polling missed
+            for p in victims:
+                _signal(p, sig)
+            psutil.wait_procs(victims, timeout=wait)
+        self.proc.wait()
+        self.watcher.reap_orphans()
+
+    def _victims(self) -> list[psutil.Process]:
+        assert self.proc is not None and self.watcher is not None
+        root = []
+        if self.proc.poll() is None:
+            with contextlib.suppress(psutil.Error):
+                root = [psutil.Process(self.proc.pid)]
+        return root + self.watcher.alive_descendants()
+
+    def finish(self, *, kill_leftovers: bool = True) -> Trace:
+        """Waits for the command and returns its trace. Descendants still running when the
+        command itself has exited make the trace incomplete (and are killed by default)."""
+        assert self.proc is not None and self.watcher is not None
+        code = self.proc.wait()
+        self.finished_ns = time.time_ns()
+        leftovers = self.watcher.alive_descendants()
+        self.watcher.stop()
+        events, damage = read_log(self.log_path)
+        with open(self.status_path, "rb") as f:
+            lost = f.read(1) != b"0"
+        trace = build_trace(
+            command=self.argv,
+            exit_code=code,
+            root_pid=self.proc.pid,
+            events=events,
+            damage=damage,
+            records_lost=lost,
+            seen=list(self.watcher.seen.values()),
+            leftovers=leftovers,
+            shim=self.lib,
+            trace_dir=self.dir,
+        )
+        trace.started_ns, trace.finished_ns = self.started_ns, self.finished_ns
+        if leftovers and kill_leftovers:
+            for p in leftovers:
+                _signal(p, signal.SIGKILL)
+            psutil.wait_procs(leftovers, timeout=2.0)
+            self.watcher.reap_orphans()
+        return trace
+
+
+def _signal(p: psutil.Process, sig: int) -> None:
+    try:
+        p.send_signal(sig)
+    except psutil.Error:
+        pass
+
+
+def trace_command(argv: list[str], **kwargs) -> Trace:
+    """Runs ``argv`` to completion under the tracer and returns its trace."""
+    with TracedRun(argv, **kwargs) as run:
+        run.start()
+        return run.finish()
