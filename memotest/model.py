@@ -118,6 +118,8 @@ class Trace:
     loaded: set[str] = field(default_factory=set)
     connects: set[str] = field(default_factory=set)
     processes: list[ProcessInfo] = field(default_factory=list)
+    #: Paths in ``writes`` that did not exist before the tree created them (shim ``N``).
+    created: set[str] = field(default_factory=set)
     started_ns: int = 0
     finished_ns: int = 0
 

@@ -78,11 +78,16 @@ def build_trace(
                 (trace.reads if op == "R" else trace.stats if op == "S" else trace.missing).add(
                     path
                 )
-        elif op == "W" or op == "D":
+        elif op in "WND":
             path = clean(ev.path)
             if path is not None:
                 changed.add(path)
-                (trace.writes if op == "W" else trace.deleted).add(path)
+                if op == "D":
+                    trace.deleted.add(path)
+                else:
+                    trace.writes.add(path)
+                    if op == "N":
+                        trace.created.add(path)
         elif op == "L":
             path = clean(ev.path)
             if path is not None:

@@ -28,11 +28,8 @@ def parse(data: bytes) -> Iterator[Event]:
     """Yields the events of a log in order. Raises :class:`TornLog` at a malformed record,
     after yielding every well-formed record before it."""
     parts = data.split(b"\0")
-    if parts and parts[-1]:
-        # The last record has no terminating NUL: the log was cut short.
-        tail_torn = True
-    else:
-        tail_torn = False
+    # A last record with no terminating NUL: the log was cut short.
+    tail_torn = bool(parts and parts[-1])
     parts.pop()  # empty after the final NUL, or the torn tail
     i = 0
     n = len(parts)

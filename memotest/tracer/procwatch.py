@@ -122,9 +122,12 @@ class ProcessWatcher:
         """Collects the exit status of re-parented descendants that have ended."""
         for p in self._tree() if procs is None else procs:
             try:
-                if p.pid != self.root_pid and p.ppid() == self._me:
-                    if p.status() == psutil.STATUS_ZOMBIE:
-                        os.waitpid(p.pid, os.WNOHANG)
+                if (
+                    p.pid != self.root_pid
+                    and p.ppid() == self._me
+                    and p.status() == psutil.STATUS_ZOMBIE
+                ):
+                    os.waitpid(p.pid, os.WNOHANG)
             except (psutil.Error, ChildProcessError):
                 continue
 

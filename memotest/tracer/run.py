@@ -163,10 +163,8 @@ class TracedRun:
 
 
 def _signal(p: psutil.Process, sig: int) -> None:
-    try:
+    with contextlib.suppress(psutil.Error):
         p.send_signal(sig)
-    except psutil.Error:
-        pass
 
 
 def trace_command(argv: list[str], **kwargs) -> Trace:

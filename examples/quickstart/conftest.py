@@ -1,0 +1,1 @@
+# Makes `calc` importable when pytest runs from this folder.

@@ -1,0 +1,42 @@
+"""``memotest explain TARGET``: why a target would run, or that it is up to date."""
+
+from __future__ import annotations
+
+import argparse
+
+from memotest.build import file_states, select
+from memotest.commands.common import add_file_option, load_project, open_store
+from memotest.keys import target_key
+from memotest.plan import Fresh, plan
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "explain",
+        help="say why a target would run, naming the path, variable or field that changed",
+        description="For each named target, say whether it is up to date or why it would "
+        "run: the exact input path and how it changed (content, appeared, disappeared, "
+        "entries gained or lost), the environment variable, or the definition field.",
+    )
+    p.add_argument("targets", nargs="+", metavar="TARGET")
+    add_file_option(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    project = load_project(args)
+    targets = select(project, args.targets)
+    named = {
+        t.name for t in targets if t.name in args.targets or t.name.split(":", 1)[0] in args.targets
+    }
+    targets = [t for t in targets if t.name in named] or targets
+    with open_store(project, lock=False) as store:
+        keys = {t.name: target_key(t, project.settings) for t in targets}
+        verdicts = plan(targets, keys, store, file_states(project))
+    for t in targets:
+        v = verdicts[t.name]
+        if isinstance(v, Fresh):
+            print(f"{t.name}: up to date (last run passed in {v.record.duration:.1f}s)")
+        else:
+            print(f"{t.name}: would run: {v.reason}")
+    return 0

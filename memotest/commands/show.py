@@ -1,0 +1,94 @@
+"""``memotest show``, ``memotest list`` and ``memotest clean``: look into the store."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+
+from memotest.build import select
+from memotest.commands.common import add_file_option, load_project, open_store
+from memotest.errors import UsageError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "show",
+        help="show a target's recorded inputs, outputs and log",
+        description="Show what the last run of a target recorded.",
+    )
+    p.add_argument("target", metavar="TARGET")
+    p.add_argument("--paths", action="store_true", help="list every input path")
+    p.add_argument("--log", action="store_true", help="print the recorded log")
+    add_file_option(p)
+    p.set_defaults(run=show)
+
+    p = sub.add_parser(
+        "list",
+        help="list the targets and their last result",
+        description="List the targets of the targets file.",
+    )
+    add_file_option(p)
+    p.set_defaults(run=list_targets)
+
+    p = sub.add_parser(
+        "clean",
+        help="delete the store (.memotest/) of the targets file",
+        description="Delete every record, log and output stored for the "
+        "targets file, so that the next build runs everything.",
+    )
+    add_file_option(p)
+    p.set_defaults(run=clean)
+
+
+def show(args: argparse.Namespace) -> int:
+    project = load_project(args)
+    if args.target not in project.targets:
+        select(project, [args.target])  # raises the usual unknown-target error
+        raise UsageError(f"show: name one target, not a group: {args.target}")
+    with open_store(project, lock=False) as store:
+        rec = store.get(args.target)
+        if rec is None:
+            print(f"{args.target}: never run")
+            return 0
+        if args.log:
+            sys.stdout.buffer.write(store.read_blob(rec.log_digest) if rec.log_digest else b"")
+            return 0
+        print(f"{rec.name}: {rec.status} (exit code {rec.exit_code}) in {rec.duration:.2f}s")
+        print(f"  cacheable: {'yes' if rec.cacheable else 'no, ' + str(rec.uncacheable_reason)}")
+        kinds = Counter(i.kind.value for i in rec.inputs)
+        print(
+            f"  inputs: {len(rec.inputs)} ("
+            + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+            + ")"
+        )
+        if args.paths:
+            for i in sorted(rec.inputs, key=lambda i: (i.path, i.kind.value)):
+                print(f"    {i.kind.value:6} {i.path}")
+        print(f"  writes: {len(rec.writes)}")
+        if args.paths:
+            for w in rec.writes:
+                print(f"    {w}")
+        print(f"  outputs: {', '.join(rec.outputs) or 'none declared'}")
+    return 0
+
+
+def list_targets(args: argparse.Namespace) -> int:
+    project = load_project(args)
+    with open_store(project, lock=False) as store:
+        records = store.records(project.targets)
+    width = max((len(n) for n in project.targets), default=0)
+    for name, t in project.targets.items():
+        rec = records.get(name)
+        last = "never run" if rec is None else f"last {rec.status} in {rec.duration:.1f}s"
+        tags = f" [{', '.join(sorted(t.tags))}]" if t.tags else ""
+        print(f"{name:<{width}}  {last}{tags}")
+    return 0
+
+
+def clean(args: argparse.Namespace) -> int:
+    project = load_project(args)
+    with open_store(project, lock=True) as store:
+        store.clean()
+    print(f"removed the store of {project.path}")
+    return 0

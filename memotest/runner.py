@@ -1,0 +1,133 @@
+"""Runs one target under the tracer: private TMPDIR, captured log, timeout, retries.
+
+This is the "run under tracer" arrow: a :class:`Target` goes in, an :class:`Outcome` with
+the :class:`Trace` comes out. Deciding whether to run, and what to store, is elsewhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+from memotest.model import Target, Trace
+from memotest.tracer.run import TracedRun
+
+
+@dataclass
+class Outcome:
+    """How one run of a target ended. ``status`` is passed, failed, timeout or error."""
+
+    target: Target
+    status: str
+    exit_code: int | None
+    duration: float
+    log: bytes
+    trace: Trace | None = None
+    error: str | None = None
+    tmpdir: str = ""
+    attempts: int = 1
+    started: float = 0.0  # time.monotonic() at start, for the scheduler
+    finished: float = 0.0
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+class Runner:
+    """Starts targets and keeps track of the running ones so Ctrl-C can end them all."""
+
+    def __init__(self, work_root: str | None = None) -> None:
+        self.work_root = work_root
+        self._running: set[TracedRun] = set()
+        self._lock = threading.Lock()
+        self.interrupted = threading.Event()
+
+    def run(self, target: Target, env: dict[str, str]) -> Outcome:
+        """Runs ``target`` to completion (or timeout) under the tracer."""
+        work = tempfile.mkdtemp(prefix="memotest-", dir=self.work_root)
+        tmpdir = os.path.join(work, "tmp")
+        os.mkdir(tmpdir)
+        log_path = os.path.join(work, "log")
+        env = dict(env, TMPDIR=tmpdir, TMP=tmpdir, TEMP=tmpdir)
+        started = time.monotonic()
+        try:
+            with open(log_path, "wb") as log:
+                outcome = self._run_traced(target, env, log, tmpdir, started)
+            with open(log_path, "rb") as f:
+                outcome.log = f.read()
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return outcome
+
+    def _run_traced(self, target: Target, env: dict, log, tmpdir: str, started: float) -> Outcome:
+        if not os.path.isdir(target.cwd):
+            return self._error(target, f"cwd {target.cwd} does not exist", started)
+        traced = TracedRun(
+            target.argv,
+            cwd=target.cwd,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            trace_root=self.work_root,
+        )
+        with traced:
+            try:
+                traced.start()
+            except OSError as exc:
+                return self._error(target, f"cannot run {target.argv[0]}: {exc.strerror}", started)
+            with self._lock:
+                self._running.add(traced)
+            try:
+                code = traced.wait(target.timeout)
+                status = "passed"
+                if code is None:
+                    traced.kill("timeout")
+                    status = "timeout"
+                elif self.interrupted.is_set():
+                    status = "error"
+                trace = traced.finish()
+            finally:
+                with self._lock:
+                    self._running.discard(traced)
+        if status == "passed" and trace.exit_code != 0:
+            status = "failed"
+        if self.interrupted.is_set():
+            status = "error"
+        finished = time.monotonic()
+        return Outcome(
+            target=target,
+            status=status,
+            exit_code=None if status == "timeout" else trace.exit_code,
+            duration=finished - started,
+            log=b"",
+            trace=trace,
+            tmpdir=tmpdir,
+            started=started,
+            finished=finished,
+        )
+
+    def _error(self, target: Target, message: str, started: float) -> Outcome:
+        now = time.monotonic()
+        return Outcome(
+            target,
+            "error",
+            None,
+            now - started,
+            message.encode() + b"\n",
+            error=message,
+            started=started,
+            finished=now,
+        )
+
+    def kill_all(self) -> None:
+        """Ends every running target's whole process tree (Ctrl-C)."""
+        self.interrupted.set()
+        with self._lock:
+            running = list(self._running)
+        for traced in running:
+            with contextlib.suppress(Exception):  # best effort while shutting down
+                traced.kill("interrupted", grace=0.5)

@@ -1,0 +1,201 @@
+"""From a trace to the inputs of a record: which observations are inputs, and whether the
+result may be reused at all.
+
+An observation is an input unless it is the target's own doing (a path it wrote before
+reading is in ``Trace.writes`` only), a kernel file system (``/proc``, ``/sys``, ``/dev``,
+already dropped by the tracer), the store, the target's private TMPDIR, or matches an
+``ignore`` pattern. A result is not reusable when the trace is incomplete, when the target
+talked to a non-loopback address, deleted a file it did not create, or when an input
+changed while the target ran (its mtime is not older than the run's start).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import stat
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from memotest.fingerprint import Fingerprint, StatSig
+from memotest.model import Kind, Trace
+
+#: File system timestamps come from a coarse clock that can lag the one the start time is
+#: read from; a change this close before the start is treated as during the run.
+CLOCK_SLACK_NS = 50_000_000
+
+
+@dataclass
+class Observations:
+    """What a record will hold: inputs to fingerprint, paths written, and reusability."""
+
+    inputs: list[tuple[str, Kind]] = field(default_factory=list)
+    writes: list[str] = field(default_factory=list)
+    uncacheable: list[str] = field(default_factory=list)
+
+    @property
+    def cacheable(self) -> bool:
+        return not self.uncacheable
+
+
+@lru_cache(maxsize=256)
+def _compile(pattern: str) -> re.Pattern[str]:
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("/**", i) and i + 3 == len(pattern):
+            out.append("(?:/.*)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+class Ignore:
+    """Matches paths against ``ignore`` globs (``**`` spans folders), and folders below
+    which nothing is an input. Relative patterns are matched against the path relative to
+    the project root and, for patterns starting with ``**``, against the absolute path."""
+
+    def __init__(self, patterns: Iterable[str], root: str, folders: Iterable[str] = ()) -> None:
+        self.root = root.rstrip("/") + "/"
+        self.abs = [_compile(p) for p in patterns if p.startswith(("/", "**"))]
+        self.rel = [_compile(p) for p in patterns if not p.startswith("/")]
+        self.folders = tuple(f.rstrip("/") for f in folders)
+
+    def __call__(self, path: str) -> bool:
+        for f in self.folders:
+            if path == f or path.startswith(f + "/"):
+                return True
+        if any(r.match(path) for r in self.abs):
+            return True
+        if path.startswith(self.root):
+            rel = path[len(self.root) :]
+            return any(r.match(rel) for r in self.rel)
+        return False
+
+
+def is_loopback(address: str) -> bool:
+    """Whether a ``connect`` address (as the shim writes it) stays on this machine."""
+    kind, _, rest = address.partition(":")
+    if kind == "unix":
+        return True
+    if kind == "inet":
+        host = rest.rsplit(":", 1)[0]
+    elif kind == "inet6":
+        host = rest.rsplit(":", 1)[0].strip("[]")
+    else:
+        return False
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+def observe(trace: Trace, ignore: Ignore, *, allow_network: bool = False) -> Observations:
+    """Classifies a trace's observations into inputs and writes, and collects every reason
+    the result may not be reused."""
+    obs = Observations()
+    why = obs.uncacheable
+    if not trace.complete:
+        first = trace.incomplete[0]
+        who = f" (pid {first.pid}, {first.exe})" if first.pid else ""
+        more = f" and {len(trace.incomplete) - 1} more" if len(trace.incomplete) > 1 else ""
+        why.append(f"trace incomplete: {first.reason}{who}{more}")
+    if not allow_network:
+        remote = sorted(a for a in trace.connects if not is_loopback(a))
+        if remote:
+            why.append(f"connected to a non-loopback address: {remote[0]}")
+    written = trace.writes | trace.deleted
+    obs.writes = sorted(p for p in written if not ignore(p))
+    # The shim records a deletion only when it succeeded: the path existed before.
+    foreign = sorted(p for p in trace.deleted - trace.writes if not ignore(p))
+    if foreign:
+        why.append(f"deleted a file it did not create: {foreign[0]}")
+
+    seen: set[tuple[str, Kind]] = set()
+
+    def add(path: str, kind: Kind) -> None:
+        if ignore(path) or (path, kind) in seen:
+            return
+        seen.add((path, kind))
+        obs.inputs.append((path, kind))
+
+    for path in trace.missing:
+        add(path, Kind.ABSENT)
+    for group in (trace.reads, trace.stats, trace.execs, trace.loaded):
+        for path in group:
+            if path not in written:
+                add(path, Kind.FILE)  # whatever it is: file, directory or other
+    for path in trace.listed:
+        add(path, Kind.LISTING)
+    obs.inputs.sort()
+    return obs
+
+
+def changed_during_run(observed: Kind, now: Fingerprint, started_ns: int) -> str | None:
+    """Why ``now`` (taken right after the run) may not be what the target saw, or None.
+    ``observed`` is ABSENT for a failed lookup, LISTING for a listing, FILE otherwise."""
+    path = now.path
+    if observed is Kind.ABSENT:
+        return None if now.kind is Kind.ABSENT else f"{path} appeared while the target ran"
+    if now.kind is Kind.ABSENT:
+        return f"{path} disappeared while the target ran"
+    if now.kind is Kind.FILE and now.sig is not None and touched_since(now.sig, started_ns):
+        return f"file {path} changed while the target ran"
+    return None
+
+
+def touched_since(sig: StatSig, started_ns: int) -> bool:
+    """Whether a stat signature shows a change at or after ``started_ns``."""
+    return max(sig.mtime_ns, sig.ctime_ns) >= started_ns - CLOCK_SLACK_NS
+
+
+def listing_before_run(
+    path: str, trace: Trace, skip: Callable[[str], bool], started_ns: int
+) -> tuple[list[str] | None, str | None]:
+    """For a listed directory that changed while the target ran: the entry names it had
+    before the run (what the target saw), or why that cannot be known.
+
+    Entries the tree created itself are taken out (the target did not see them; a later
+    build will see them and run it again, which is right: its own leftovers are part of
+    the next run's world). Any other entry created or changed during the run by someone
+    else (its ctime is not older than the start) makes the result unusable.
+    """
+    try:
+        names = os.listdir(path)
+    except OSError as exc:
+        return None, f"directory {path} could not be listed after the run: {exc.strerror}"
+    before = []
+    for name in names:
+        entry = os.path.join(path, name)
+        if skip(entry) or entry in trace.created:
+            continue
+        if entry not in trace.writes:
+            try:
+                st = os.lstat(entry)
+            except OSError:
+                return None, f"directory {path} changed while the target ran"
+            # A folder's ctime moves when its own entries change, which this listing does
+            # not show; a file's moves when it is created (or written).
+            if not stat.S_ISDIR(st.st_mode) and st.st_ctime_ns >= started_ns - CLOCK_SLACK_NS:
+                return None, f"{entry} appeared or changed while the target ran"
+        before.append(name)
+    return sorted(before), None

@@ -1,0 +1,64 @@
+"""Shared fixtures: the memotest CLI run as a real process, and compiled C test programs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+PROGRAMS = HERE / "shim_programs"
+REPO = HERE.parent
+
+
+def memotest(
+    *args: str,
+    cwd: str | os.PathLike | None = None,
+    env: dict | None = None,
+    timeout: float = 120,
+    input: bytes | None = None,
+) -> subprocess.CompletedProcess:
+    """Runs ``python -m memotest ARGS`` and captures its output (bytes)."""
+    return subprocess.run(
+        [sys.executable, "-m", "memotest", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        timeout=timeout,
+        input=input,
+    )
+
+
+def trace(*cmd: str, cwd: str | os.PathLike | None = None, env: dict | None = None) -> dict:
+    """Traces ``cmd`` with ``memotest trace`` and returns the parsed JSON."""
+    proc = memotest("trace", "--", *cmd, cwd=cwd, env=env)
+    assert proc.returncode != 2, proc.stderr.decode()
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="session")
+def cprog(tmp_path_factory):
+    """Compiles ``tests/shim_programs/NAME.c`` once per session; returns its path."""
+    if not shutil.which("gcc"):
+        pytest.skip("gcc is needed to build the C test programs")
+    out = tmp_path_factory.mktemp("cprogs")
+    built: dict[tuple[str, bool], str] = {}
+
+    def build(name: str, static: bool = False) -> str:
+        key = (name, static)
+        if key not in built:
+            exe = out / (name + ("-static" if static else ""))
+            cmd = ["gcc", "-O1", "-pthread", "-o", str(exe), str(PROGRAMS / f"{name}.c")]
+            if static:
+                cmd.insert(1, "-static")
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            assert proc.returncode == 0, proc.stderr
+            built[key] = str(exe)
+        return built[key]
+
+    return build

@@ -1,0 +1,372 @@
+"""``memotest build`` end to end: real targets files, real processes, the real shim."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from conftest import memotest
+
+PY = sys.executable
+
+
+def project(tmp_path: Path, toml: str, files: dict[str, str] | None = None) -> Path:
+    for rel, text in (files or {}).items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+    (tmp_path / "memotest.toml").write_text(textwrap.dedent(toml))
+    return tmp_path
+
+
+def build(root: Path, *args: str, env: dict | None = None) -> tuple[int, str, dict]:
+    report = root / "report.json"
+    proc = memotest("build", "-j", "2", "--json-report", str(report), *args, cwd=root, env=env)
+    out = proc.stdout.decode() + proc.stderr.decode()
+    data = json.loads(report.read_text()) if report.exists() else {}
+    if report.exists():
+        report.unlink()
+    return proc.returncode, out, data
+
+
+def statuses(data: dict) -> dict[str, str]:
+    return {t["name"]: t["status"] for t in data["targets"]}
+
+
+def settle(root: Path, *args: str, env: dict | None = None) -> dict:
+    """Builds until nothing runs (at most 3 times) and returns the last report."""
+    for _ in range(3):
+        code, out, data = build(root, *args, env=env)
+        assert code == 0, out
+        if all(s == "cached" for s in statuses(data).values()):
+            return data
+    raise AssertionError(f"never settled:\n{out}")
+
+
+READER = """
+import sys
+print(open(sys.argv[1]).read())
+"""
+
+
+@pytest.fixture
+def readers(tmp_path):
+    return project(
+        tmp_path,
+        f"""
+        [targets.a]
+        command = ["{PY}", "reader.py", "a.txt"]
+        [targets.b]
+        command = ["{PY}", "reader.py", "b.txt"]
+    """,
+        {"reader.py": READER, "a.txt": "A", "b.txt": "B"},
+    )
+
+
+def test_second_build_caches_everything(readers):
+    code, out, data = build(readers)
+    assert code == 0, out
+    assert statuses(data) == {"a": "passed", "b": "passed"}
+    code, out, data = build(readers)
+    assert code == 0, out
+    assert statuses(data) == {"a": "cached", "b": "cached"}
+    assert "(cached) PASSED a" in out
+    assert data["summary"]["cached"] == 2 and data["summary"]["saved"] > 0
+
+
+def test_editing_a_read_file_reruns_only_that_target(readers):
+    settle(readers)
+    (readers / "a.txt").write_text("A2")
+    _code, out, data = build(readers)
+    assert statuses(data) == {"a": "passed", "b": "cached"}
+    assert "A2" not in out  # logs of passing targets are not printed
+
+
+def test_explain_names_the_changed_path(readers):
+    settle(readers)
+    (readers / "a.txt").write_text("changed")
+    proc = memotest("explain", "a", "b", cwd=readers)
+    out = proc.stdout.decode()
+    assert proc.returncode == 0
+    assert f"a: would run: {readers / 'a.txt'}: content changed" in out
+    assert "b: up to date" in out
+
+
+def test_creating_a_file_in_a_listed_directory_reruns(tmp_path):
+    root = project(
+        tmp_path,
+        f"""
+        [targets.lister]
+        command = ["{PY}", "-c", "import os; print(sorted(os.listdir('data')))"]
+        [targets.other]
+        command = ["{PY}", "-c", "print('hi')"]
+    """,
+        {"data/one.txt": "1"},
+    )
+    settle(root)
+    (root / "data" / "two.txt").write_text("2")
+    _, _, data = build(root)
+    assert statuses(data) == {"lister": "passed", "other": "cached"}
+    settle(root)
+    (root / "data" / "three.txt").write_text("3")
+    proc = memotest("explain", "lister", cwd=root)
+    assert "gained entries: three.txt" in proc.stdout.decode()
+
+
+def test_creating_a_module_the_import_search_missed_reruns(tmp_path):
+    code = "import sys; sys.path.insert(0, 'extra'); sys.path.insert(1, 'lib');import helper"
+    root = project(
+        tmp_path,
+        f"""
+        [targets.imp]
+        command = ["{PY}", "-c", "{code}"]
+        env = {{ PYTHONDONTWRITEBYTECODE = "1" }}
+    """,
+        {"lib/helper.py": "X = 1\n", "extra/.keep": ""},
+    )
+    settle(root)
+    # A module earlier on sys.path now shadows lib/helper.py.
+    (root / "extra" / "helper.py").write_text("raise SystemExit(3)\n")
+    _, out, data = build(root)
+    assert statuses(data) == {"imp": "failed"}, out
+
+
+def test_pass_env_variable_change_reruns(readers):
+    env = dict(os.environ, PYTHONFOO="1")
+    settle(readers, env=env)
+    _, _, data = build(readers, env=dict(os.environ, PYTHONFOO="2"))
+    assert set(statuses(data).values()) == {"passed"}
+    proc = memotest("explain", "a", cwd=readers, env=dict(os.environ, PYTHONFOO="3"))
+    assert "PYTHONFOO" in proc.stdout.decode()
+
+
+def test_variable_outside_pass_env_is_not_passed_nor_keyed(readers):
+    settle(readers)
+    _, _, data = build(readers, env=dict(os.environ, MEMOTEST_UNRELATED_VAR="x"))
+    assert set(statuses(data).values()) == {"cached"}
+
+
+def test_definition_change_reruns_and_explain_names_the_field(readers):
+    settle(readers)
+    toml = (readers / "memotest.toml").read_text()
+    (readers / "memotest.toml").write_text(toml.replace('"a.txt"]', '"a.txt"]\ntimeout = 99'))
+    proc = memotest("explain", "a", cwd=readers)
+    assert "definition changed: timeout" in proc.stdout.decode()
+    _, _, data = build(readers)
+    assert statuses(data) == {"a": "passed", "b": "cached"}
+
+
+def test_failed_target_reruns_and_its_log_is_printed(tmp_path):
+    root = project(
+        tmp_path,
+        f"""
+        [targets.bad]
+        command = ["{PY}", "-c", "print('boom-output'); raise SystemExit(4)"]
+    """,
+    )
+    for _ in range(2):
+        code, out, data = build(root)
+        assert code == 1
+        assert statuses(data) == {"bad": "failed"}
+        assert data["targets"][0]["exit_code"] == 4
+        assert "boom-output" in out
+        assert "FAILED bad" in out
+
+
+def test_incomplete_trace_never_caches(tmp_path, cprog):
+    static = cprog("static_reader", static=True)
+    (tmp_path / "s.txt").write_text("x")
+    root = project(
+        tmp_path,
+        f"""
+        [targets.static]
+        command = ["{static}", "s.txt"]
+    """,
+    )
+    for _ in range(2):
+        code, out, data = build(root, "-v")
+        assert code == 0, out
+        assert statuses(data) == {"static": "passed"}
+    proc = memotest("explain", "static", cwd=root)
+    assert "statically linked" in proc.stdout.decode()
+
+
+def test_outputs_are_restored_on_a_hit(tmp_path):
+    root = project(
+        tmp_path,
+        f"""
+        [targets.gen]
+        command = ["{PY}", "gen.py"]
+        outputs = ["reports/r.xml"]
+    """,
+        {
+            "gen.py": "import os\nos.makedirs('reports', exist_ok=True)\n"
+            "open('reports/r.xml', 'w').write('<ok/>')\n"
+        },
+    )
+    settle(root)
+    (root / "reports" / "r.xml").unlink()
+    _, out, data = build(root)
+    assert statuses(data) == {"gen": "cached"}, out
+    assert (root / "reports" / "r.xml").read_text() == "<ok/>"
+
+
+def test_timeout_kills_the_whole_tree(tmp_path):
+    root = project(
+        tmp_path,
+        """
+        [targets.slow]
+        command = "sleep 60 & sleep 60; wait"
+        timeout = 1
+    """,
+    )
+    t0 = time.monotonic()
+    code, _out, data = build(root)
+    assert time.monotonic() - t0 < 20
+    assert code == 1
+    assert statuses(data) == {"slow": "timeout"}
+    leftover = subprocess.run(["pgrep", "-f", "sleep 60"], capture_output=True)
+    assert leftover.returncode == 1, leftover.stdout
+
+
+def test_needs_order_and_skip_on_failure(tmp_path):
+    root = project(
+        tmp_path,
+        f"""
+        [targets.first]
+        command = ["{PY}", "-c", "open('made.txt', 'w').write('1')"]
+        [targets.second]
+        command = ["{PY}", "-c", "print(open('made.txt').read())"]
+        needs = ["first"]
+        [targets.broken]
+        command = "exit 1"
+        [targets.after_broken]
+        command = "true"
+        needs = ["broken"]
+    """,
+    )
+    code, _out, data = build(root)
+    assert code == 1
+    s = statuses(data)
+    assert s["first"] == "passed" and s["second"] == "passed"
+    assert s["after_broken"] == "skipped"
+    reason = next(t["reason"] for t in data["targets"] if t["name"] == "after_broken")
+    assert "broken" in reason
+
+
+def test_junit_xml_report(readers, tmp_path):
+    import xml.etree.ElementTree as ET
+
+    out = tmp_path / "junit.xml"
+    proc = memotest("build", "--junit-xml", str(out), cwd=readers)
+    assert proc.returncode == 0
+    suite = ET.parse(out).getroot().find("testsuite")
+    assert suite.get("tests") == "2" and suite.get("failures") == "0"
+    assert {c.get("name") for c in suite.iter("testcase")} == {"a", "b"}
+
+
+def test_foreach_makes_one_target_per_file(tmp_path):
+    root = project(
+        tmp_path,
+        f"""
+        [targets.unit]
+        foreach = "tests/test_*.py"
+        command = "{PY} {{path}}"
+    """,
+        {"tests/test_one.py": "print(1)", "tests/test_two.py": "print(2)"},
+    )
+    code, out, data = build(root)
+    assert code == 0, out
+    assert set(statuses(data)) == {"unit:tests/test_one.py", "unit:tests/test_two.py"}
+    code, out, data = build(root, "unit:tests/test_two.py")
+    assert set(statuses(data)) == {"unit:tests/test_two.py"}
+
+
+def test_sigkill_mid_build_leaves_a_consistent_store(tmp_path):
+    toml = "".join(
+        f'[targets.t{i}]\ncommand = ["{PY}", "-c", "import time; time.sleep(0.05 * {i % 4})"]\n'
+        for i in range(12)
+    )
+    root = project(tmp_path, toml)
+    for delay in (0.4, 0.9, 1.5):
+        proc = subprocess.Popen(
+            [PY, "-m", "memotest", "build", "-j", "2"],
+            cwd=root,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        code, out, data = build(root)
+        assert code == 0, out
+        assert set(statuses(data).values()) <= {"passed", "cached"}
+    data = settle(root)
+    assert len(data["targets"]) == 12
+
+
+def test_sigint_stops_running_targets_and_exits_130(tmp_path):
+    root = project(
+        tmp_path,
+        """
+        [targets.long]
+        command = "sleep 37"
+    """,
+    )
+    proc = subprocess.Popen(
+        [PY, "-m", "memotest", "build"], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if subprocess.run(["pgrep", "-f", "sleep 37"], capture_output=True).returncode == 0:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=20) == 130
+    time.sleep(0.2)
+    assert subprocess.run(["pgrep", "-f", "sleep 37"], capture_output=True).returncode == 1
+    _code, out, _data = build(root, "--dry-run")
+    assert "would run" in out
+
+
+def test_dry_run_runs_nothing(readers):
+    code, out, data = build(readers, "--dry-run")
+    assert code == 0
+    assert "would run: never run" in out
+    code, _, data = build(readers)
+    assert set(statuses(data).values()) == {"passed"}
+
+
+def test_unknown_target_is_a_usage_error(readers):
+    proc = memotest("build", "nope", cwd=readers)
+    assert proc.returncode == 2
+    assert "unknown target 'nope'" in proc.stderr.decode()
+
+
+def test_second_build_waits_for_the_lock_or_says_so(tmp_path):
+    root = project(
+        tmp_path,
+        """
+        [targets.hold]
+        command = "sleep 2"
+    """,
+    )
+    first = subprocess.Popen(
+        [PY, "-m", "memotest", "build"],
+        cwd=root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(0.8)
+    second = memotest("build", cwd=root)
+    first.wait()
+    err = second.stderr.decode()
+    assert second.returncode == 0, err
+    assert "waiting" in err
