@@ -19,21 +19,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from memotest import keys as keymod
+from memotest import plugins
 from memotest.config import Project
 from memotest.errors import UsageError
-from memotest.fingerprint import FileStates, Fingerprint, listing_digest
-from memotest.model import Kind, Target
+from memotest.fingerprint import FileStates
+from memotest.model import Target
 from memotest.plan import Fresh, Stale, plan
+from memotest.plugins import Config
 from memotest.report import Summary, TargetResult
 from memotest.runner import Outcome, Runner
 from memotest.store import STORE_DIR, Record, Store
-from memotest.validate import (
-    Ignore,
-    changed_during_run,
-    listing_before_run,
-    observe,
-    touched_since,
-)
+from memotest.validate import Ignore, make_record
 
 FLAKY_ATTEMPTS = 3
 
@@ -45,16 +41,6 @@ class Options:
     dry_run: bool = False
     no_cache: bool = False
     verbose: bool = False
-
-
-class Reporter:
-    """What the build loop tells the outside (the terminal reporter implements it)."""
-
-    def start(self, total: int) -> None: ...
-    def running(self, names: list[str]) -> None: ...
-    def result(self, r: TargetResult) -> None: ...
-    def message(self, text: str) -> None: ...
-    def finish(self, summary: Summary) -> None: ...
 
 
 def select(project: Project, names: Iterable[str]) -> list[Target]:
@@ -87,17 +73,25 @@ def file_states(project: Project) -> FileStates:
     ignore = Ignore(
         project.settings.ignore, str(project.root), folders=[str(project.root / STORE_DIR)]
     )
-    return FileStates(skip_entry=ignore)
+    custom = None
+    hook = plugins.manager().hook.memotest_fingerprint
+    if hook.get_hookimpls():
+
+        def custom(path: str) -> str | None:
+            return plugins.call("memotest_fingerprint", path=path)
+
+    return FileStates(skip_entry=ignore, custom_digest=custom)
 
 
 class Build:
     def __init__(
-        self, project: Project, store: Store | None, options: Options, reporter: Reporter
+        self, project: Project, store: Store | None, options: Options, config: Config
     ) -> None:
         self.project = project
         self.store = store
         self.options = options
-        self.reporter = reporter
+        self.config = config
+        self.hook = config.hook
         self.settings = project.settings
         self.states = file_states(project)
         self.runner = Runner()
@@ -109,8 +103,9 @@ class Build:
     def run(self, targets: list[Target]) -> Summary:
         summary = Summary()
         started = time.monotonic()
-        self.reporter.start(len(targets))
+        plugins.call("memotest_build_start", targets=targets, config=self.config)
         order = {t.name: i for i, t in enumerate(targets)}
+        by_name = {t.name: t for t in targets}
         waiting: dict[str, Target] = {t.name: t for t in targets}
         ready: list[Target] = []
         done: dict[str, str] = {}
@@ -122,7 +117,7 @@ class Build:
             summary.results.append(result)
             if result.status in ("failed", "timeout", "error") and summary.first_failure is None:
                 summary.first_failure = time.monotonic() - started
-            self.reporter.result(result)
+            plugins.call("memotest_after_target", target=by_name[result.name], result=result)
 
         pool = cf.ThreadPoolExecutor(max_workers=self.options.jobs)
         try:
@@ -166,7 +161,9 @@ class Build:
                     ready.pop(0)
                     running[pool.submit(self.execute, t)] = t
                 if running:
-                    self.reporter.running([t.name for t in running.values()])
+                    plugins.call(
+                        "memotest_target_running", names=[t.name for t in running.values()]
+                    )
                     finished, _ = cf.wait(list(running), return_when=cf.FIRST_COMPLETED)
                     for fut in finished:
                         t = running.pop(fut)
@@ -194,6 +191,7 @@ class Build:
     def execute(self, target: Target) -> Outcome:
         """Runs in a worker thread: the target, retried if flaky."""
         env = keymod.run_environ(target, self.settings)
+        plugins.call("memotest_before_target", target=target, env=env)
         attempts = FLAKY_ATTEMPTS if "flaky" in target.tags else 1
         outcome = self.runner.run(target, env)
         n = 1
@@ -240,81 +238,19 @@ class Build:
             return result
         if self.runner.interrupted.is_set():
             return result
-        rec = self.make_record(target, outcome)
+        rec = make_record(
+            target,
+            outcome,
+            key=keymod.target_key(target, self.settings),
+            states=self.states,
+            store=self.store,
+            ignore=self.ignore_patterns,
+            root=self.project.root,
+        )
         self.store.put(rec)
-        if outcome.status == "passed" and not rec.cacheable and self.options.verbose:
-            self.reporter.message(f"  not cached: {rec.uncacheable_reason}")
+        if not rec.cacheable and outcome.status == "passed":
+            result.note = f"not cached: {rec.uncacheable_reason}"
         return result
-
-    def make_record(self, target: Target, outcome: Outcome) -> Record:
-        assert self.store is not None and outcome.trace is not None
-        trace = outcome.trace
-        ignore = Ignore(
-            self.ignore_patterns, str(self.project.root), folders=[self.store_dir, outcome.tmpdir]
-        )
-        obs = observe(trace, ignore)
-        why = list(obs.uncacheable)
-        inputs = []
-        for path, kind in obs.inputs:
-            try:
-                fp = self.states.fingerprint(path, kind, fresh=True)
-            except OSError as exc:
-                why.append(f"cannot fingerprint {path}: {exc.strerror or exc}")
-                continue
-            if kind is Kind.LISTING and fp.kind is not Kind.LISTING and fp.kind is not Kind.ABSENT:
-                why.append(f"{path} was listed but is no longer a directory")
-            if fp.kind is Kind.LISTING and fp.sig and touched_since(fp.sig, trace.started_ns):
-                names, change = listing_before_run(
-                    path, trace, self.states.skip_entry, trace.started_ns
-                )
-                if names is not None:
-                    digest, _ = listing_digest(os.fsencode(n) for n in names)
-                    # No signature: the next build lists it again and compares.
-                    fp = Fingerprint(path, Kind.LISTING, digest, None, 0, None, tuple(names))
-                if change:
-                    why.append(change)
-                inputs.append(fp)
-                continue
-            change = changed_during_run(kind, fp, trace.started_ns)
-            if change:
-                why.append(change)
-            inputs.append(fp)
-        for extra in target.inputs:
-            path = os.path.join(target.cwd, extra)
-            try:
-                inputs.append(self.states.fingerprint(path, Kind.FILE, fresh=True))
-            except OSError as exc:
-                why.append(f"cannot fingerprint declared input {path}: {exc.strerror or exc}")
-        outputs: dict[str, str] = {}
-        if outcome.status == "passed":
-            for rel in target.outputs:
-                path = os.path.join(target.cwd, rel)
-                if os.path.isfile(path):
-                    outputs[rel] = self.store.put_file(path)
-                else:
-                    why.append(f"declared output {rel} was not created")
-        key = keymod.target_key(target, self.settings)
-        return Record(
-            name=target.name,
-            status=outcome.status,
-            def_hash=key.def_hash,
-            definition=key.definition,
-            env_hash=key.env_hash,
-            env=key.env,
-            exit_code=outcome.exit_code,
-            duration=outcome.duration,
-            started_ns=trace.started_ns,
-            finished_ns=trace.finished_ns,
-            cacheable=not why,
-            uncacheable_reason="; ".join(why[:3])
-            + (f" (+{len(why) - 3} more)" if len(why) > 3 else "")
-            if why
-            else None,
-            inputs=inputs,
-            writes=obs.writes,
-            log_digest=self.store.put_blob(outcome.log),
-            outputs=outputs,
-        )
 
 
 def interrupt_on_sigterm() -> Callable[[], None]:

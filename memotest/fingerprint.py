@@ -178,12 +178,16 @@ class FileStates:
         self,
         racy_window_ns: int = RACY_WINDOW_NS,
         skip_entry: Callable[[str], bool] | None = None,
+        custom_digest: Callable[[str], str | None] | None = None,
     ) -> None:
         self.racy_window_ns = racy_window_ns
         #: Entries of listed directories for which this is true (given the entry's full
         #: path) are left out of listings, so that creating an ignored path such as a
         #: ``__pycache__`` folder does not change the listing of its directory.
         self.skip_entry = skip_entry
+        #: A plugin's fingerprint for a regular file (``memotest_fingerprint``), or None
+        #: for the default content hash.
+        self.custom_digest = custom_digest
         self.counters = Counters()
         self._lstat: dict[str, os.stat_result | None] = {}
         self._stat: dict[str, os.stat_result | None] = {}
@@ -300,9 +304,14 @@ class FileStates:
                 break
         else:
             raise OSError(errno.EAGAIN, "file kept changing while it was hashed", path)
+        digest = h.hexdigest()
+        if self.custom_digest is not None:
+            digest = self.custom_digest(path) or digest
         if link is not None:
-            h.update(_LINK_MARK + os.fsencode(link))
-        done = _Hashed(h.hexdigest(), sig, verified, link)
+            h2 = xxhash.xxh3_128(digest.encode())
+            h2.update(_LINK_MARK + os.fsencode(link))
+            digest = h2.hexdigest()
+        done = _Hashed(digest, sig, verified, link)
         self._files[path] = done
         return done
 

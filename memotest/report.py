@@ -29,6 +29,7 @@ class TargetResult:
     reason: str | None = None
     log: bytes = b""
     flaky: bool = False
+    note: str | None = None  #: e.g. why a passing result was not cached
 
 
 @dataclass
@@ -131,6 +132,8 @@ class TerminalReporter:
         if r.reason and shown:
             line += f" ({r.reason})"
         self.out.write(line + "\n")
+        if self.verbose and r.note:
+            self.out.write(f"  {r.note}\n")
         if r.status in ("failed", "timeout", "error") and r.log:
             text = r.log.decode("utf-8", "replace")
             self.out.write(text if text.endswith("\n") else text + "\n")

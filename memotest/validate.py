@@ -15,12 +15,17 @@ import ipaddress
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
-from memotest.fingerprint import Fingerprint, StatSig
-from memotest.model import Kind, Trace
+from memotest import plugins
+from memotest.fingerprint import FileStates, Fingerprint, StatSig, listing_digest
+from memotest.keys import TargetKey
+from memotest.model import Kind, Target, Trace
+from memotest.runner import Outcome
+from memotest.store import STORE_DIR, Record, Store
 
 #: File system timestamps come from a coarse clock that can lag the one the start time is
 #: read from; a change this close before the start is treated as during the run.
@@ -199,3 +204,85 @@ def listing_before_run(
                 return None, f"{entry} appeared or changed while the target ran"
         before.append(name)
     return sorted(before), None
+
+
+def make_record(
+    target: Target,
+    outcome: Outcome,
+    *,
+    key: TargetKey,
+    states: FileStates,
+    store: Store,
+    ignore: Sequence[str],
+    root: Path,
+) -> Record:
+    """The record of a finished run: its inputs fingerprinted right after the run, its
+    log and declared outputs put into the store's CAS, and whether it may be reused."""
+    assert outcome.trace is not None
+    trace = outcome.trace
+    skip = Ignore(ignore, str(root), folders=[str(root / STORE_DIR), outcome.tmpdir])
+    obs = observe(trace, skip)
+    if plugins.manager().hook.memotest_is_input.get_hookimpls():
+        obs.inputs = [
+            (path, kind)
+            for path, kind in obs.inputs
+            if plugins.call("memotest_is_input", path=path, target=target) is not False
+        ]
+    why = list(obs.uncacheable)
+    inputs = []
+    for path, kind in obs.inputs:
+        try:
+            fp = states.fingerprint(path, kind, fresh=True)
+        except OSError as exc:
+            why.append(f"cannot fingerprint {path}: {exc.strerror or exc}")
+            continue
+        if kind is Kind.LISTING and fp.kind is not Kind.LISTING and fp.kind is not Kind.ABSENT:
+            why.append(f"{path} was listed but is no longer a directory")
+        if fp.kind is Kind.LISTING and fp.sig and touched_since(fp.sig, trace.started_ns):
+            names, change = listing_before_run(path, trace, states.skip_entry, trace.started_ns)
+            if names is not None:
+                digest, _ = listing_digest(os.fsencode(n) for n in names)
+                # No signature: the next build lists it again and compares.
+                fp = Fingerprint(path, Kind.LISTING, digest, None, 0, None, tuple(names))
+            if change:
+                why.append(change)
+            inputs.append(fp)
+            continue
+        change = changed_during_run(kind, fp, trace.started_ns)
+        if change:
+            why.append(change)
+        inputs.append(fp)
+    for extra in target.inputs:
+        path = os.path.join(target.cwd, extra)
+        try:
+            inputs.append(states.fingerprint(path, Kind.FILE, fresh=True))
+        except OSError as exc:
+            why.append(f"cannot fingerprint declared input {path}: {exc.strerror or exc}")
+    outputs: dict[str, str] = {}
+    if outcome.status == "passed":
+        for rel in target.outputs:
+            path = os.path.join(target.cwd, rel)
+            if os.path.isfile(path):
+                outputs[rel] = store.put_file(path)
+            else:
+                why.append(f"declared output {rel} was not created")
+    return Record(
+        name=target.name,
+        status=outcome.status,
+        def_hash=key.def_hash,
+        definition=key.definition,
+        env_hash=key.env_hash,
+        env=key.env,
+        exit_code=outcome.exit_code,
+        duration=outcome.duration,
+        started_ns=trace.started_ns,
+        finished_ns=trace.finished_ns,
+        cacheable=not why,
+        uncacheable_reason="; ".join(why[:3]) + (f" (+{len(why) - 3} more)" if len(why) > 3 else "")
+        if why
+        else None,
+        inputs=inputs,
+        writes=obs.writes,
+        log_digest=store.put_blob(outcome.log),
+        outputs=outputs,
+    )

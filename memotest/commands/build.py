@@ -1,24 +1,24 @@
-"""``memotest build [TARGET...]``: run the targets file, skipping what is up to date."""
+"""``memotest build [TARGET...]``: run the targets, skipping what is up to date."""
 
 from __future__ import annotations
 
 import argparse
 import os
 
+from memotest import plugins
 from memotest.build import Build, Options, interrupt_on_sigterm, select
 from memotest.commands.common import add_file_option, load_project, open_store
 from memotest.errors import UsageError
-from memotest.report import TerminalReporter, write_json, write_junit
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "build",
         help="run the targets, replaying the results of those whose inputs did not change",
-        description="Run the targets of the targets file (all, or those named: a name, a "
-        "foreach group, or a glob). A target whose recorded observations all still hold "
-        "is not run: its last result is replayed. Exit status: 0 all passed or cached, "
-        "1 a target failed, 2 usage or configuration error, 130 interrupted.",
+        description="Run the targets (all, or those named: a name, a foreach group, or a "
+        "glob). A target whose recorded observations all still hold is not run: its last "
+        "result is replayed. Exit status: 0 all passed or cached, 1 a target failed, "
+        "2 usage or configuration error, 130 interrupted.",
     )
     p.add_argument("targets", nargs="*", metavar="TARGET", help="targets to build")
     add_file_option(p)
@@ -27,7 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--jobs",
         type=int,
         metavar="N",
-        help="run up to N targets at once (default: settings.jobs, else CPUs)",
+        help="run up to N targets at once (default: settings.jobs, else the CPU count)",
     )
     p.add_argument(
         "--force",
@@ -37,31 +37,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--no-cache",
         action="store_true",
-        help="run every selected target and do not read or write the store",
+        help="run every selected target and neither read nor write the store",
     )
     p.add_argument(
-        "-n", "--dry-run", action="store_true", help="say what would run and why, run nothing"
+        "-n", "--dry-run", action="store_true", help="say what would run and why; run nothing"
     )
-    p.add_argument("--json-report", metavar="FILE", help="write a JSON report to FILE")
-    p.add_argument("--junit-xml", metavar="FILE", help="write a JUnit XML report to FILE")
     p.add_argument(
         "-v",
         "--verbose",
         action="store_true",
         help="say why each target ran and why a result was not cached",
     )
+    plugins.call("memotest_addoption", parser=p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    config = plugins.Config(args, plugins.manager())
+    plugins.call("memotest_configure", config=config)
     project = load_project(args)
     targets = select(project, args.targets)
     jobs = args.jobs or project.settings.jobs or os.cpu_count() or 1
     if jobs < 1:
         raise UsageError("build: -j must be at least 1")
-    for path in (args.json_report, args.junit_xml):
-        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-            raise UsageError(f"build: cannot write {path}: no such folder")
     options = Options(
         jobs=jobs,
         force=args.force,
@@ -69,23 +67,18 @@ def run(args: argparse.Namespace) -> int:
         no_cache=args.no_cache,
         verbose=args.verbose,
     )
-    reporter = TerminalReporter(verbose=args.verbose)
     store = None if args.no_cache else open_store(project, lock=not args.dry_run)
     undo = interrupt_on_sigterm()
     try:
-        summary = Build(project, store, options, reporter).run(targets)
+        summary = Build(project, store, options, config).run(targets)
     except KeyboardInterrupt:
-        reporter.message("memotest: interrupted; running targets were stopped")
+        print("memotest: interrupted; running targets were stopped", flush=True)
         return 130
     finally:
         undo()
         if store is not None:
             store.close()
-    reporter.finish(summary)
-    if args.json_report:
-        write_json(summary, args.json_report)
-    if args.junit_xml:
-        write_junit(summary, args.junit_xml)
+    plugins.call("memotest_report", summary=summary, config=config)
     if args.dry_run:
         return 0
     return 0 if summary.ok else 1

@@ -1,13 +1,13 @@
-"""What the commands that work on a targets file share: -f, loading, opening the store."""
+"""What the commands that work on targets share: -f/--from, loading, opening the store."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
-from pathlib import Path
 
-from memotest.config import Project, find_targets_file, load
+from memotest import plugins
+from memotest.config import Project
 from memotest.errors import UsageError
 from memotest.store import Store, StoreError, StoreLocked
 
@@ -19,13 +19,20 @@ def add_file_option(p: argparse.ArgumentParser) -> None:
         "-f",
         "--file",
         metavar="FILE",
-        help="the targets file (default: memotest.toml or memotest.yaml here or in a parent)",
+        help="the targets file: memotest.toml/.yaml, or a file a plugin reads (tox.ini, "
+        "noxfile.py, Makefile, BUILD); default: memotest.toml here or in a parent, else "
+        "what a plugin recognises here",
+    )
+    p.add_argument(
+        "--from",
+        dest="source",
+        metavar="NAME",
+        help="load the targets with the named plugin (e.g. tox, nox, make, rules, pytest)",
     )
 
 
 def load_project(args: argparse.Namespace) -> Project:
-    path = Path(args.file) if args.file else find_targets_file(Path.cwd())
-    return load(path)
+    return plugins.load_project(args)
 
 
 def open_store(project: Project, *, lock: bool) -> Store:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from memotest import plugins
 from memotest.build import file_states, select
 from memotest.commands.common import add_file_option, load_project, open_store
 from memotest.keys import target_key
@@ -20,10 +21,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("targets", nargs="+", metavar="TARGET")
     add_file_option(p)
+    plugins.call("memotest_addoption", parser=p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    plugins.call("memotest_configure", config=plugins.Config(args, plugins.manager()))
     project = load_project(args)
     targets = select(project, args.targets)
     named = {

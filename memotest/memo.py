@@ -1,0 +1,95 @@
+"""Memoize one command from inside another tool: the API the tox, nox and make adapters use.
+
+``run_memoized`` checks the store, replays the last result if every observation still
+holds, and otherwise runs the command under the tracer and records it. It holds the
+store's lock only while checking and while recording, never while the command runs, so
+that ``make -j`` or parallel tox envs sharing one store still run side by side.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from memotest import keys as keymod
+from memotest.build import file_states
+from memotest.config import Project, Settings
+from memotest.model import Target
+from memotest.plan import Fresh, plan
+from memotest.runner import Runner
+from memotest.store import Store
+from memotest.validate import make_record
+
+LOCK_TIMEOUT = 600.0
+
+
+@dataclass
+class MemoResult:
+    """How a memoized command ended. ``cached`` means it was not run: ``log`` and
+    ``exit_code`` are the recorded ones; ``reason`` says why it ran otherwise."""
+
+    name: str
+    status: str  # passed, failed, timeout, error
+    exit_code: int | None
+    cached: bool
+    log: bytes
+    duration: float
+    reason: str | None = None
+    note: str | None = None  # why a passing result was not stored as reusable
+
+
+def run_memoized(
+    target: Target,
+    *,
+    root: Path,
+    settings: Settings | None = None,
+    environ: Mapping[str, str] | None = None,
+    force: bool = False,
+) -> MemoResult:
+    """Runs ``target`` unless its record in ``root/.memotest`` still holds.
+
+    ``environ`` is the environment the command would get (default: ``os.environ``); the
+    variables matching ``settings.pass_env`` are passed and are part of the key, plus the
+    target's own ``env``.
+    """
+    settings = settings or Settings()
+    environ = os.environ if environ is None else environ
+    project = Project(root / "memotest.toml", root, settings, {target.name: target})
+    key = keymod.target_key(target, settings, environ)
+    states = file_states(project)
+    with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT) as store:
+        verdict = plan([target], {target.name: key}, store, states, force=force)[target.name]
+        if isinstance(verdict, Fresh):
+            rec = verdict.record
+            for rel, digest in rec.outputs.items():
+                store.restore_file(digest, os.path.join(target.cwd, rel))
+            log = store.read_blob(rec.log_digest) if rec.log_digest else b""
+            return MemoResult(target.name, rec.status, rec.exit_code, True, log, rec.duration)
+    outcome = Runner().run(target, keymod.run_environ(target, settings, environ))
+    result = MemoResult(
+        target.name,
+        outcome.status,
+        outcome.exit_code,
+        False,
+        outcome.log,
+        outcome.duration,
+        reason=verdict.reason,
+    )
+    if outcome.trace is None:
+        return result
+    with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT) as store:
+        rec = make_record(
+            target,
+            outcome,
+            key=key,
+            states=states,
+            store=store,
+            ignore=settings.ignore,
+            root=root,
+        )
+        store.put(rec)
+    if not rec.cacheable and outcome.status == "passed":
+        result.note = f"not cached: {rec.uncacheable_reason}"
+    return result
