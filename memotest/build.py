@@ -19,11 +19,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from memotest import keys as keymod
-from memotest import plugins
+from memotest import plugins, schedule
 from memotest.config import Project
 from memotest.errors import UsageError
 from memotest.fingerprint import FileStates
-from memotest.model import Target
+from memotest.jobserver import Jobserver
+from memotest.model import Target, Trace
 from memotest.plan import Fresh, Stale, plan
 from memotest.plugins import Config
 from memotest.report import Summary, TargetResult
@@ -102,15 +103,30 @@ class Build:
 
     def run(self, targets: list[Target]) -> Summary:
         summary = Summary()
-        started = time.monotonic()
+        self.t0 = started = time.monotonic()
         plugins.call("memotest_build_start", targets=targets, config=self.config)
-        order = {t.name: i for i, t in enumerate(targets)}
         by_name = {t.name: t for t in targets}
-        waiting: dict[str, Target] = {t.name: t for t in targets}
+        serial = schedule.serial_order(targets)
+        initial = self.check(targets)
+        edges, records = self.edges(targets, initial, serial)
+        preds: dict[str, set[str]] = {t.name: set(t.needs) & by_name.keys() for t in targets}
+        for e in edges:
+            preds[e.after].add(e.before)
+        durations = {n: (r.duration if r else None) for n, r in records.items()}
+        prio = schedule.priorities(by_name, edges, durations)
+
+        def urgency(t: Target) -> tuple[int, float, int]:
+            rec = records.get(t.name)
+            known = rec is not None and rec.status == "passed"
+            return (1 if known else 0, -prio.get(t.name, 0.0), serial[t.name])
+
+        waiting = set(by_name)
         ready: list[Target] = []
         done: dict[str, str] = {}
+        ran: set[str] = set()
         running: dict[cf.Future[Outcome], Target] = {}
-        verdicts: dict[str, Fresh | Stale] = {}
+        verdicts: dict[str, Fresh | Stale] = dict(initial)
+        finished_runs: list[schedule.Run] = []
 
         def finish(result: TargetResult) -> None:
             done[result.name] = result.status
@@ -119,66 +135,169 @@ class Build:
                 summary.first_failure = time.monotonic() - started
             plugins.call("memotest_after_target", target=by_name[result.name], result=result)
 
+        jobserver = Jobserver.from_environ() if self.options.jobs > 1 else None
+        asked = 0  # tokens requested and not yet granted
         pool = cf.ThreadPoolExecutor(max_workers=self.options.jobs)
         try:
             while waiting or ready or running:
-                # Targets whose needs all finished become ready (or skipped).
-                newly = []
-                for name, t in list(waiting.items()):
-                    states = [done.get(n) for n in t.needs]
-                    if any(s is None for s in states):
-                        continue
-                    del waiting[name]
-                    bad = [n for n in t.needs if done[n] not in ("passed", "cached")]
+                # Targets whose predecessors all finished are checked (again, if one of
+                # them ran: it may have rewritten what they read) and then replayed,
+                # skipped or made ready.
+                newly = [
+                    by_name[n] for n in sorted(waiting, key=serial.get) if preds[n] <= done.keys()
+                ]
+                recheck = []
+                for t in newly:
+                    waiting.discard(t.name)
+                    bad = [n for n in t.needs if done.get(n) not in ("passed", "cached")]
                     if bad:
-                        finish(
-                            TargetResult(
-                                name, "skipped", 0.0, reason=f"needs {bad[0]}, which {done[bad[0]]}"
-                            )
-                        )
+                        why = f"needs {bad[0]}, which {done[bad[0]]}"
+                        finish(TargetResult(t.name, "skipped", 0.0, reason=why))
+                    elif preds[t.name] & ran:
+                        recheck.append(t)
+                if recheck:
+                    verdicts.update(self.check(recheck))
+                for t in newly:
+                    if t.name in done:
                         continue
-                    newly.append(t)
+                    v = verdicts[t.name]
+                    if self.options.dry_run:
+                        finish(self.dry_result(t, v))
+                    elif isinstance(v, Fresh):
+                        finish(self.replay(t, v.record))
+                    else:
+                        ready.append(t)
                 if newly:
-                    verdicts.update(self.check(newly))
-                    for t in newly:
-                        v = verdicts[t.name]
-                        if isinstance(v, Fresh) and not self.options.dry_run:
-                            finish(self.replay(t, v.record))
-                        elif self.options.dry_run:
-                            finish(self.dry_result(t, v))
-                        else:
-                            ready.append(t)
-                    ready.sort(key=lambda t: order[t.name])
+                    ready.sort(key=urgency)
                     continue
-                # Start what fits.
+                # Start what fits: the first runs free, each further one needs a token
+                # when make's jobserver is in charge.
                 while ready and len(running) < self.options.jobs:
                     t = ready[0]
-                    exclusive = "exclusive" in t.tags
                     if running and (
-                        exclusive or any("exclusive" in r.tags for r in running.values())
+                        "exclusive" in t.tags
+                        or any("exclusive" in r.tags for r in running.values())
                     ):
                         break
+                    if running and jobserver is not None:
+                        if not jobserver.take():
+                            if asked == 0:
+                                jobserver.request()
+                                asked = 1
+                            break
+                        asked = 0
                     ready.pop(0)
                     running[pool.submit(self.execute, t)] = t
                 if running:
                     plugins.call(
                         "memotest_target_running", names=[t.name for t in running.values()]
                     )
-                    finished, _ = cf.wait(list(running), return_when=cf.FIRST_COMPLETED)
+                    timeout = 0.05 if asked else None
+                    finished, _ = cf.wait(
+                        list(running), timeout=timeout, return_when=cf.FIRST_COMPLETED
+                    )
                     for fut in finished:
                         t = running.pop(fut)
+                        if jobserver is not None and running:
+                            jobserver.release()
                         outcome = fut.result()
-                        finish(self.record(t, outcome, verdicts.get(t.name)))
+                        ran.add(t.name)
+                        result, run = self.record(t, outcome, verdicts.get(t.name))
+                        if run is not None:
+                            finished_runs.append(run)
+                        finish(result)
                 elif ready:  # pragma: no cover - defensive: nothing running, nothing fits
                     raise RuntimeError("scheduler stalled")
+            self.rerun_hazards(finished_runs, serial, by_name, summary)
         except KeyboardInterrupt:
             self.runner.kill_all()
             pool.shutdown(wait=True, cancel_futures=True)
             raise
+        finally:
+            if jobserver is not None:
+                jobserver.close()
         pool.shutdown(wait=True)
         summary.duration = time.monotonic() - started
-        summary.results.sort(key=lambda r: order.get(r.name, 0))
+        summary.results.sort(key=lambda r: serial.get(r.name, 0))
         return summary
+
+    # -- scheduling ----------------------------------------------------------------------
+
+    def edges(
+        self, targets: list[Target], verdicts: dict[str, Fresh | Stale], serial: dict[str, int]
+    ) -> tuple[list[schedule.Edge], dict[str, Record | None]]:
+        """The order edges between the targets that may run in this build, and every
+        target's last record. A target may run if it is stale, or if a target that may run
+        wrote something it observed last time (it is checked again after that one)."""
+        records: dict[str, Record | None] = {
+            n: (v.record if isinstance(v, Fresh) else getattr(v, "record", None))
+            for n, v in verdicts.items()
+        }
+        maybe = {n for n, v in verdicts.items() if isinstance(v, Stale)}
+        if not maybe or self.store is None or self.options.dry_run:
+            return [], records
+        frontier = set(maybe)
+        while frontier:
+            written: set[str] = set()
+            for n in frontier:
+                rec = records.get(n)
+                if rec is not None:
+                    written.update(rec.writes)
+                    written.update(os.path.dirname(w) for w in rec.writes)
+            ids = self.store.fp_ids_of_paths(written)
+            frontier = set()
+            if ids:
+                for n, rec in records.items():
+                    if n in maybe or rec is None:
+                        continue
+                    if not ids.isdisjoint(getattr(rec.inputs, "ids", ())):
+                        frontier.add(n)
+            maybe |= frontier
+        footprints = {}
+        for n in maybe:
+            rec = records.get(n)
+            if rec is not None:
+                footprints[n] = schedule.Footprint.of(
+                    ((i.path, i.kind) for i in rec.inputs), rec.writes
+                )
+        edges = schedule.conflict_edges(footprints, serial)
+        learned = self.store.get_meta(schedule.LEARNED_KEY)
+        edges += schedule.learned_edges(learned, maybe, serial)
+        return edges, records
+
+    def rerun_hazards(
+        self,
+        runs: list[schedule.Run],
+        serial: dict[str, int],
+        by_name: dict[str, Target],
+        summary: Summary,
+    ) -> None:
+        """Finds hazards among the runs of this build; their targets run again, one at a
+        time in serial order, and the edges are remembered for the next builds."""
+        found = schedule.hazards(runs, serial)
+        if not found or self.options.no_cache:
+            return
+        summary.hazards.extend(found)
+        names = sorted({n for e in found for n in (e.before, e.after)}, key=serial.get)
+        if self.store is not None:
+            learned = self.store.get_meta(schedule.LEARNED_KEY) or []
+            known = {tuple(x[:2]) for x in learned}
+            learned += [
+                [e.before, e.after, e.path] for e in found if (e.before, e.after) not in known
+            ]
+            self.store.set_meta(schedule.LEARNED_KEY, learned)
+        plugins.call(
+            "memotest_build_start", targets=[by_name[n] for n in names], config=self.config
+        )
+        for n in names:
+            edge = next(e for e in found if n in (e.before, e.after))
+            other = edge.after if n == edge.before else edge.before
+            t = by_name[n]
+            result, _ = self.record(t, self.execute(t), None)
+            result.reason = f"re-run alone: ran alongside {other}, conflict on {edge.path}"
+            summary.results = [r for r in summary.results if r.name != n]
+            summary.results.append(result)
+            plugins.call("memotest_after_target", target=t, result=result)
 
     def check(self, targets: list[Target]) -> dict[str, Fresh | Stale]:
         if self.store is None or self.options.no_cache:
@@ -219,8 +338,9 @@ class Build:
 
     def record(
         self, target: Target, outcome: Outcome, verdict: Fresh | Stale | None
-    ) -> TargetResult:
-        """Stores the outcome of a run (unless --no-cache) and returns its result line."""
+    ) -> tuple[TargetResult, schedule.Run | None]:
+        """Stores the outcome of a run (unless --no-cache); returns its result line and
+        what it read and wrote, for the hazard check."""
         reason = verdict.reason if isinstance(verdict, Stale) else None
         result = TargetResult(
             target.name,
@@ -231,13 +351,16 @@ class Build:
             log=outcome.log,
             flaky=outcome.attempts > 1 and outcome.status == "passed",
         )
-        if outcome.trace is not None:
-            # What the target wrote is no longer what this build's snapshot says.
-            self.states.forget(outcome.trace.writes | outcome.trace.deleted)
-        if self.store is None or self.options.no_cache or outcome.trace is None:
-            return result
-        if self.runner.interrupted.is_set():
-            return result
+        if outcome.trace is None or self.runner.interrupted.is_set():
+            return result, None
+        trace = outcome.trace
+        # What the target wrote is no longer what this build's snapshot says.
+        self.states.forget(trace.writes | trace.deleted)
+        run = schedule.Run(
+            target.name, outcome.started, outcome.finished, self.footprint(trace, outcome)
+        )
+        if self.store is None or self.options.no_cache:
+            return result, run
         rec = make_record(
             target,
             outcome,
@@ -250,7 +373,24 @@ class Build:
         self.store.put(rec)
         if not rec.cacheable and outcome.status == "passed":
             result.note = f"not cached: {rec.uncacheable_reason}"
-        return result
+        return result, run
+
+    def footprint(self, trace: Trace, outcome: Outcome) -> schedule.Footprint:
+        skip = Ignore(
+            self.ignore_patterns, str(self.project.root), [self.store_dir, outcome.tmpdir]
+        )
+        written = {p for p in trace.writes | trace.deleted if not skip(p)}
+        reads = trace.reads | trace.stats | trace.missing | trace.execs | trace.loaded
+        return schedule.Footprint(
+            reads={p for p in reads - written if not skip(p)},
+            listed={p for p in trace.listed if not skip(p)},
+            writes=written,
+            entry_dirs={
+                os.path.dirname(p)
+                for p in (trace.created or trace.writes) | trace.deleted
+                if not skip(p)
+            },
+        )
 
 
 def interrupt_on_sigterm() -> Callable[[], None]:

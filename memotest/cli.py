@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 
 from memotest import __version__
-from memotest.commands import build, explain, show, trace
+from memotest.commands import build, explain, graph, show, trace
 from memotest.errors import UsageError
 
-COMMANDS = (build, explain, show, trace)
+COMMANDS = (build, explain, show, graph, trace)
 
 
 class _Parser(argparse.ArgumentParser):

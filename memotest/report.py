@@ -37,6 +37,7 @@ class Summary:
     results: list[TargetResult] = field(default_factory=list)
     duration: float = 0.0
     first_failure: float | None = None  # seconds from start to the first failed result
+    hazards: list = field(default_factory=list)  # schedule.Edge: conflicts seen in parallel
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.results if r.status == status)
@@ -65,6 +66,9 @@ class Summary:
                     round(self.first_failure, 3) if self.first_failure is not None else None
                 ),
             },
+            "hazards": [
+                {"before": e.before, "after": e.after, "path": e.path} for e in self.hazards
+            ],
             "targets": [
                 {
                     "name": r.name,
@@ -146,6 +150,11 @@ class TerminalReporter:
 
     def finish(self, summary: Summary) -> None:
         self._clear()
+        for e in summary.hazards:
+            self.out.write(
+                f"hazard: {e.after} ran alongside {e.before} and they conflict on {e.path}; "
+                "both ran again alone, and from now on they run in that order\n"
+            )
         parts = [f"{summary.count(s)} {s}" for s in STATUSES if summary.count(s)]
         line = f"{len(summary.results)} targets: {', '.join(parts) or 'nothing to do'}"
         line += f" in {_fmt_time(summary.duration)}"

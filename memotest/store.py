@@ -633,6 +633,34 @@ class Store:
         ):
             index[(pid, kind, digest)] = (fid, None if m is None else (m, s, i, c), v)
 
+    def fp_ids_of_paths(self, paths: Iterable[str]) -> set[int]:
+        """The ids of every stored fingerprint of any of ``paths`` (for finding, in one
+        ``isdisjoint`` per record, the records that observed one of them)."""
+        wanted = list(dict.fromkeys(paths))
+        if not wanted:
+            return set()
+        with self._mutex:
+            rows = self._db().execute(
+                "SELECT f.id FROM fps f JOIN paths p ON p.id = f.path_id "
+                "WHERE p.path IN (SELECT value FROM json_each(?))",
+                (json.dumps(wanted),),
+            )
+            return {r[0] for r in rows}
+
+    def get_meta(self, key: str) -> Any:
+        """A JSON value kept in the store under ``key`` (None when absent)."""
+        with self._mutex:
+            row = self._db().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def set_meta(self, key: str, value: Any) -> None:
+        """Keeps a JSON value under ``key`` (needs the lock)."""
+        self._require_lock()
+        with self._mutex, self._transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value))
+            )
+
     def remove(self, name: str) -> bool:
         """Forget the record of ``name``; True if there was one."""
         self._require_lock()
