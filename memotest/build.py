@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import fnmatch
+import math
 import os
+import random
 import signal
 import time
 from collections.abc import Callable, Iterable
@@ -42,6 +44,8 @@ class Options:
     dry_run: bool = False
     no_cache: bool = False
     verbose: bool = False
+    audit: float = 0.0  # fraction of would-be-cached targets to run again and compare
+    audit_seed: int | None = None
 
 
 def select(project: Project, names: Iterable[str]) -> list[Target]:
@@ -108,6 +112,10 @@ class Build:
         by_name = {t.name: t for t in targets}
         serial = schedule.serial_order(targets)
         initial = self.check(targets)
+        audited = self.choose_audit(initial, summary)
+        for name in audited:
+            rec = initial[name].record  # type: ignore[union-attr]
+            initial[name] = Stale("forced", "audit: re-run to compare with the cache", record=rec)
         edges, records = self.edges(targets, initial, serial)
         preds: dict[str, set[str]] = {t.name: set(t.needs) & by_name.keys() for t in targets}
         for e in edges:
@@ -205,6 +213,8 @@ class Build:
                         result, run = self.record(t, outcome, verdicts.get(t.name))
                         if run is not None:
                             finished_runs.append(run)
+                        if t.name in audited:
+                            self.compare_audit(result, audited[t.name], summary)
                         finish(result)
                 elif ready:  # pragma: no cover - defensive: nothing running, nothing fits
                     raise RuntimeError("scheduler stalled")
@@ -220,6 +230,35 @@ class Build:
         summary.duration = time.monotonic() - started
         summary.results.sort(key=lambda r: serial.get(r.name, 0))
         return summary
+
+    # -- auditing the cache ----------------------------------------------------------------
+
+    def choose_audit(
+        self, verdicts: dict[str, Fresh | Stale], summary: Summary
+    ) -> dict[str, Record]:
+        """With ``--audit F``: a random F of the targets that would be replayed, to be run
+        again and compared with the cached result (the seed is printed to reproduce)."""
+        if self.options.audit <= 0 or self.options.dry_run:
+            return {}
+        fresh = sorted(n for n, v in verdicts.items() if isinstance(v, Fresh))
+        seed = self.options.audit_seed
+        if seed is None:
+            seed = random.SystemRandom().randrange(1 << 31)
+        k = min(len(fresh), math.ceil(self.options.audit * len(fresh)))
+        chosen = random.Random(seed).sample(fresh, k)
+        summary.audit = {"seed": seed, "audited": sorted(chosen), "errors": []}
+        return {n: verdicts[n].record for n in chosen}  # type: ignore[union-attr]
+
+    def compare_audit(self, result: TargetResult, cached: Record, summary: Summary) -> None:
+        if (result.status, result.exit_code) == (cached.status, cached.exit_code):
+            result.reason = "audit: re-ran, same result as the cache"
+            return
+        error = (
+            f"{result.name} was cached as {cached.status} (exit code {cached.exit_code}) "
+            f"but {result.status} (exit code {result.exit_code}) when re-run"
+        )
+        result.reason = f"memoization error: {error}"
+        summary.audit["errors"].append(error)
 
     # -- scheduling ----------------------------------------------------------------------
 

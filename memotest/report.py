@@ -38,6 +38,7 @@ class Summary:
     duration: float = 0.0
     first_failure: float | None = None  # seconds from start to the first failed result
     hazards: list = field(default_factory=list)  # schedule.Edge: conflicts seen in parallel
+    audit: dict = field(default_factory=dict)  # --audit: seed, audited names, errors
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.results if r.status == status)
@@ -48,6 +49,8 @@ class Summary:
 
     @property
     def ok(self) -> bool:
+        if self.audit.get("errors"):
+            return False
         return all(r.status in ("passed", "cached") for r in self.results)
 
     def as_json(self) -> dict[str, object]:
@@ -66,6 +69,7 @@ class Summary:
                     round(self.first_failure, 3) if self.first_failure is not None else None
                 ),
             },
+            "audit": self.audit or None,
             "hazards": [
                 {"before": e.before, "after": e.after, "path": e.path} for e in self.hazards
             ],
@@ -150,6 +154,15 @@ class TerminalReporter:
 
     def finish(self, summary: Summary) -> None:
         self._clear()
+        if summary.audit:
+            a = summary.audit
+            self.out.write(
+                f"audit: re-ran {len(a['audited'])} cached target(s) (seed {a['seed']}): "
+                + (f"{len(a['errors'])} memoization error(s)" if a["errors"] else "all agreed")
+                + "\n"
+            )
+            for err in a["errors"]:
+                self.out.write(f"memoization error: {err}\n")
         for e in summary.hazards:
             self.out.write(
                 f"hazard: {e.after} ran alongside {e.before} and they conflict on {e.path}; "

@@ -370,3 +370,41 @@ def test_second_build_waits_for_the_lock_or_says_so(tmp_path):
     err = second.stderr.decode()
     assert second.returncode == 0, err
     assert "waiting" in err
+
+
+def test_audit_reruns_cached_targets_and_reports_memoization_errors(tmp_path):
+    # /dev is never an input, so a result that depends on a file there is a memoization
+    # error waiting to happen: --audit is what finds it.
+    flag = Path("/dev/shm") / f"memotest-audit-{os.getpid()}-{tmp_path.name}"
+    if not flag.parent.is_dir():
+        pytest.skip("no /dev/shm")
+    flag.write_text("ok")
+    try:
+        root = project(
+            tmp_path,
+            f"""
+            [targets.fragile]
+            command = ["{PY}", "-c", "import sys; sys.exit(open('{flag}').read() != 'ok')"]
+            [targets.solid]
+            command = ["{PY}", "-c", "pass"]
+            """,
+        )
+        settle(root)
+        code, out, data = build(root, "--audit", "1", "--audit-seed", "7")
+        assert code == 0, out
+        assert data["summary"]["cached"] == 0
+        assert data["audit"]["seed"] == 7 and data["audit"]["errors"] == []
+        assert "audit: re-ran 2 cached target(s) (seed 7): all agreed" in out
+        flag.write_text("changed behind memotest's back")
+        code, out, data = build(root, "--audit", "1")
+        assert code == 1, out
+        assert "memoization error: fragile was cached as passed" in out
+        assert len(data["audit"]["errors"]) == 1
+    finally:
+        flag.unlink()
+
+
+def test_audit_fraction_must_be_between_0_and_1(readers):
+    proc = memotest("build", "--audit", "2", cwd=readers)
+    assert proc.returncode == 2
+    assert "must be between 0 and 1" in proc.stderr.decode()

@@ -48,8 +48,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="say why each target ran and why a result was not cached",
     )
+    p.add_argument(
+        "--audit",
+        type=_fraction,
+        default=0.0,
+        metavar="FRACTION",
+        help="also re-run this fraction (0-1) of the targets that would be cached, chosen "
+        "at random, and fail if a result differs from the cached one",
+    )
+    p.add_argument("--audit-seed", type=int, metavar="N", help="the seed of --audit's choice")
     plugins.call("memotest_addoption", parser=p)
     p.set_defaults(run=run)
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {text}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         no_cache=args.no_cache,
         verbose=args.verbose,
+        audit=args.audit,
+        audit_seed=args.audit_seed,
     )
     store = None if args.no_cache else open_store(project, lock=not args.dry_run)
     undo = interrupt_on_sigterm()
