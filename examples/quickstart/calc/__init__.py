@@ -1,6 +1,1 @@
-"""A tiny library for the quickstart example."""
-
-from calc.arith import add, mul
-from calc.text import parse
-
-__all__ = ["add", "mul", "parse"]
+"""A tiny library for the quickstart example: calc.arith and calc.text."""
