@@ -26,6 +26,7 @@ from memotest.keys import TargetKey
 from memotest.model import Kind, Target, Trace
 from memotest.runner import Outcome
 from memotest.store import STORE_DIR, Record, Store
+from memotest.tracer.collect import is_pseudo
 
 #: File system timestamps come from a coarse clock that can lag the one the start time is
 #: read from; a change this close before the start is treated as during the run.
@@ -231,6 +232,8 @@ def make_record(
     why = list(obs.uncacheable)
     inputs = []
     for path, kind in obs.inputs:
+        if _links_into_kernel_fs(path, states):
+            continue  # /etc/mtab -> /proc/self/mounts: a kernel file system, never an input
         try:
             fp = states.fingerprint(path, kind, fresh=True)
         except OSError as exc:
@@ -286,3 +289,10 @@ def make_record(
         log_digest=store.put_blob(outcome.log),
         outputs=outputs,
     )
+
+
+def _links_into_kernel_fs(path: str, states: FileStates) -> bool:
+    st = states.lstat(path)
+    if st is None or not stat.S_ISLNK(st.st_mode):
+        return False
+    return is_pseudo(os.path.realpath(path))

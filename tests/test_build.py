@@ -408,3 +408,17 @@ def test_audit_fraction_must_be_between_0_and_1(readers):
     proc = memotest("build", "--audit", "2", cwd=readers)
     assert proc.returncode == 2
     assert "must be between 0 and 1" in proc.stderr.decode()
+
+
+def test_symlink_into_proc_is_not_an_input(tmp_path):
+    # /etc/mtab is a link to /proc/self/mounts, whose mtime is always "now".
+    root = project(
+        tmp_path,
+        f"""
+        [targets.mtab]
+        command = ["{PY}", "-c", "open('/etc/mtab').read()"]
+        """,
+    )
+    if not os.path.islink("/etc/mtab"):
+        pytest.skip("/etc/mtab is not a symlink here")
+    settle(root)

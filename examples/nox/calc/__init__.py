@@ -1,0 +1,1 @@
+"""A tiny package for the nox example."""

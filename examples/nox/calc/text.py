@@ -1,0 +1,2 @@
+def shout(s: str) -> str:
+    return s.upper() + "!"

@@ -1,0 +1,5 @@
+from calc.text import shout
+
+
+def test_shout():
+    assert shout("hi") == "HI!"

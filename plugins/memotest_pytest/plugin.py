@@ -1,0 +1,284 @@
+"""memotest plugin for pytest: one target per test file, from pytest's own collection.
+
+``memotest build --pytest [PATH ...]`` (or ``--from pytest``) asks pytest which tests it
+would run (``--collect-only``, in a subprocess, in the current folder), groups them by
+file, and makes one target per file::
+
+    pytest:<path relative to rootdir>
+        command: PYTHON -m pytest -q -p no:cacheprovider <path>    cwd: pytest's rootdir
+
+The store is ``.memotest/`` in pytest's rootdir. ``PYTHON`` is the interpreter running
+memotest (``sys.executable``) unless ``--pytest-python`` names another: collection and the
+targets use the same one, and the tests' dependencies must be importable by it.
+
+Every word after ``--pytest`` up to the next option is a PATH (a file or folder that must
+exist); with none, pytest collects what it would collect by itself (``testpaths`` or the
+current folder). Name targets *before* ``--pytest``, or after ``--``::
+
+    memotest build --pytest tests/unit tests/integration
+    memotest build pytest:tests/unit/test_io.py --pytest tests/unit
+    memotest build --pytest tests -- pytest:tests/test_io.py
+
+The loader is ``tryfirst``: when ``--pytest`` or ``--from pytest`` is given it is asked
+before the ``memotest.toml`` loader (which would otherwise answer for any folder with a
+targets file); without them it never answers, so it does not auto-detect.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from memotest.config import DEFAULT_PASS_ENV, Project, Settings
+from memotest.errors import ConfigError, UsageError
+from memotest.hookspecs import hookimpl
+from memotest.model import SourceLocation, Target
+from memotest.plugins import LoadRequest
+
+#: pytest's own variables change what a run does: passed to the targets and part of the key.
+PYTEST_PASS_ENV = (
+    "PYTEST_ADDOPTS",
+    "PYTEST_PLUGINS",
+    "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+    "PYTEST_DEBUG",
+)
+COLLECT_TIMEOUT = 600.0
+RUN_ARGS = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
+
+# Runs inside the chosen interpreter: pytest's collection, reported as JSON in argv[1].
+DRIVER = r"""
+import json, os, sys
+out = sys.argv[1]
+def done(data):
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump(data, f)
+try:
+    import pytest
+except BaseException as exc:
+    done({"error": "import", "message": "%s: %s" % (type(exc).__name__, exc)})
+    sys.exit(0)
+
+class Collect:
+    def __init__(self):
+        self.files = {}
+        self.errors = []
+        self.rootdir = None
+        self.inipath = None
+    def pytest_configure(self, config):
+        self.rootdir = str(config.rootpath)
+        self.inipath = str(config.inipath) if config.inipath else None
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.errors.append({"nodeid": report.nodeid, "text": report.longreprtext})
+    def pytest_collection_finish(self, session):
+        for item in session.items:
+            path = getattr(item, "path", None) or item.fspath
+            self.files.setdefault(str(path), 0)
+            self.files[str(path)] += 1
+
+plugin = Collect()
+code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *sys.argv[2:]],
+                   plugins=[plugin])
+done({"exit": int(code), "rootdir": plugin.rootdir, "inipath": plugin.inipath,
+      "files": plugin.files, "errors": plugin.errors})
+"""
+
+
+@hookimpl
+def memotest_addoption(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("pytest (memotest_pytest)")
+    group.add_argument(
+        "--pytest",
+        nargs="*",
+        metavar="PATH",
+        default=None,
+        help="load one target per test file from pytest's collection (of the PATHs, default: "
+        "what pytest collects here); every word after --pytest up to the next option is a "
+        "PATH, so name targets before it or after --",
+    )
+    group.add_argument(
+        "--pytest-python",
+        metavar="PYTHON",
+        default=None,
+        help="the interpreter that collects and runs the tests (default: the one running memotest)",
+    )
+
+
+@hookimpl(tryfirst=True)
+def memotest_load_targets(request: LoadRequest) -> Project | None:
+    paths = getattr(request.options, "pytest", None)
+    if paths is None and request.source != "pytest":
+        return None
+    if request.source not in (None, "pytest"):
+        raise UsageError(f"--pytest cannot be combined with --from {request.source}")
+    if request.path is not None:
+        raise UsageError(
+            "pytest: -f does not apply (pytest finds its own configuration); "
+            "name test files or folders with --pytest PATH ..."
+        )
+    python = getattr(request.options, "pytest_python", None) or sys.executable
+    return load(request.cwd, list(paths or []), python)
+
+
+def resolve_python(python: str) -> str:
+    """The absolute path of ``python`` (a path, or a name looked up on PATH)."""
+    if os.sep in python:
+        path = os.path.abspath(python)
+    else:
+        import shutil
+
+        found = shutil.which(python)
+        if not found:
+            raise UsageError(f"--pytest-python: {python!r} not found on PATH")
+        path = os.path.abspath(found)
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise UsageError(f"--pytest-python: {path} is not an executable file")
+    return path
+
+
+def load(cwd: Path, paths: list[str], python: str) -> Project:
+    """Collects ``paths`` (relative to ``cwd``) with pytest and makes one target per file."""
+    python = resolve_python(python)
+    for p in paths:
+        if not os.path.exists(os.path.join(cwd, p)):
+            raise UsageError(
+                f"--pytest: no such file or folder: {p!r} (every word after --pytest is a "
+                "path; name targets before --pytest, or after --)"
+            )
+    data = collect(cwd, paths, python)
+    rootdir = Path(data["rootdir"])
+    if not _same_file(str(rootdir), str(cwd)):
+        # The targets run in the rootdir, where imports may resolve differently (python -m
+        # puts the current folder on sys.path): collect again there, as they will run.
+        wanted = [os.path.join(cwd, p) for p in paths] or [str(cwd)]
+        data = collect(rootdir, [os.path.abspath(p) for p in wanted], python)
+        rootdir = Path(data["rootdir"])
+        cwd = rootdir
+    where = " ".join(paths) if paths else str(cwd)
+    code = data.get("exit")
+    if data.get("errors"):
+        raise collection_error(rootdir, cwd, data["errors"])
+    if code == 5 or (code == 0 and not data.get("files")):
+        raise ConfigError(f"pytest: no tests collected in {where}")
+    if code != 0:
+        raise ConfigError(
+            f"pytest: collecting {where} failed (pytest exit status {code}): "
+            f"{data.get('output', '').strip()[-500:]}"
+        )
+    settings = Settings(pass_env=(*DEFAULT_PASS_ENV, *PYTEST_PASS_ENV))
+    targets: dict[str, Target] = {}
+    for file in sorted(data["files"]):
+        rel = os.path.relpath(file, rootdir)
+        name = f"pytest:{rel}"
+        targets[name] = Target(
+            name=name,
+            command=(python, *RUN_ARGS, rel),
+            cwd=str(rootdir),
+            source=SourceLocation(file),
+        )
+    project_file = Path(data["inipath"]) if data.get("inipath") else rootdir
+    return Project(project_file, rootdir, settings, targets)
+
+
+def collect(cwd: Path, paths: list[str], python: str) -> dict[str, Any]:
+    """Runs the collection driver with ``python`` in ``cwd``; returns its JSON report
+    (plus ``output``: what pytest printed)."""
+    fd, out = tempfile.mkstemp(prefix="memotest-pytest-", suffix=".json")
+    os.close(fd)
+    try:
+        try:
+            proc = subprocess.run(
+                [python, "-c", DRIVER, out, *paths],
+                cwd=cwd,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=COLLECT_TIMEOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired:
+            raise ConfigError(
+                f"pytest: collection in {cwd} did not finish in {COLLECT_TIMEOUT:.0f}s"
+            ) from None
+        except OSError as exc:
+            raise ConfigError(f"pytest: cannot run {python}: {exc.strerror}") from None
+        try:
+            with open(out, encoding="utf-8") as f:
+                text = f.read()
+            data = json.loads(text) if text else None
+        except (OSError, ValueError):
+            data = None
+    finally:
+        os.unlink(out)
+    output = (proc.stdout + proc.stderr).strip()
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"pytest: collection with {python} in {cwd} ended without a report "
+            f"(exit status {proc.returncode}): {output[-500:]}"
+        )
+    if data.get("error") == "import":
+        raise ConfigError(
+            f"pytest: {python} cannot import pytest ({data.get('message')}); install pytest "
+            "there, or name the interpreter of your tests with --pytest-python"
+        )
+    if not data.get("rootdir"):
+        raise ConfigError(
+            f"pytest: collection in {cwd} failed (exit status {data.get('exit')}): {output[-500:]}"
+        )
+    data["output"] = output
+    return data
+
+
+def collection_error(rootdir: Path, cwd: Path, errors: list[dict[str, str]]) -> ConfigError:
+    """Names the first file pytest could not collect and the error's last line."""
+    first = errors[0]
+    nodeid = first.get("nodeid") or ""
+    file = nodeid.split("::", 1)[0]
+    path = str(rootdir / file) if file else str(rootdir)
+    text = (first.get("text") or "").strip().splitlines()
+    message = _error_line(text)
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    line = _error_lineno(text, path, cwd) if file else None
+    where = f"{path}:{line}" if line else path
+    return ConfigError(f"{where}: pytest could not collect this file: {message}{more}")
+
+
+def _error_line(lines: list[str]) -> str:
+    # pytest's collection errors end with "E   SomeError: message" lines.
+    marked = [ln[1:].strip() for ln in lines if ln.startswith("E ")]
+    if marked:
+        return marked[-1]
+    return lines[-1].strip() if lines else "collection error"
+
+
+_LOCATIONS = (
+    re.compile(r"^(?P<file>\S+?):(?P<line>\d+): in "),  # pytest: "tests/t.py:3: in <module>"
+    re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)'),  # a SyntaxError's location
+)
+
+
+def _error_lineno(lines: list[str], path: str, cwd: Path) -> str | None:
+    """The last line number the error text gives for ``path`` (relative paths in pytest's
+    traceback are relative to the folder it ran in)."""
+    found = None
+    for ln in lines:
+        text = ln[1:].strip() if ln.startswith("E ") else ln.strip()
+        for pattern in _LOCATIONS:
+            m = pattern.search(text)
+            if m and _same_file(os.path.join(cwd, m.group("file")), path):
+                found = m.group("line")
+    return found
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False

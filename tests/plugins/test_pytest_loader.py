@@ -1,0 +1,125 @@
+"""``memotest build --pytest``: one target per test file from pytest's own collection.
+
+Real pytest in subprocesses, real builds; the tests prove what ran with the JSON report.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import memotest
+
+PY = sys.executable
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+    return root
+
+
+def build(cwd: Path, *args: str) -> tuple[int, str, dict[str, str]]:
+    report = cwd.parent / f"{cwd.name}-report.json"
+    proc = memotest("build", "-j", "2", "--json-report", str(report), *args, cwd=cwd)
+    out = proc.stdout.decode() + proc.stderr.decode()
+    statuses = {}
+    if report.exists():
+        statuses = {t["name"]: t["status"] for t in json.loads(report.read_text())["targets"]}
+        report.unlink()
+    return proc.returncode, out, statuses
+
+
+@pytest.fixture
+def proj(tmp_path):
+    return write(
+        tmp_path / "proj",
+        {
+            "pytest.ini": "[pytest]\ntestpaths = tests\n",
+            "calc/__init__.py": "",
+            "calc/arith.py": "def add(a, b):\n    return a + b\n",
+            "calc/text.py": "def shout(s):\n    return s.upper()\n",
+            "tests/test_arith.py": """
+                from calc.arith import add
+
+                def test_add():
+                    assert add(1, 2) == 3
+
+                def test_add_neg():
+                    assert add(-1, 1) == 0
+            """,
+            "tests/test_text.py": """
+                from calc.text import shout
+
+                def test_shout():
+                    assert shout("a") == "A"
+            """,
+            "tests/test_plain.py": "def test_plain():\n    assert True\n",
+            "helper_not_a_test.py": "X = 1\n",
+        },
+    )
+
+
+ALL = ("pytest:tests/test_arith.py", "pytest:tests/test_plain.py", "pytest:tests/test_text.py")
+
+
+def test_one_target_per_file_cached_then_only_the_importer_reruns(proj):
+    code, out, st = build(proj, "--pytest")
+    assert code == 0, out
+    assert st == dict.fromkeys(ALL, "passed")
+    code, out, st = build(proj, "--pytest")
+    assert code == 0, out
+    assert st == dict.fromkeys(ALL, "cached")
+
+    (proj / "calc" / "text.py").write_text("def shout(s):\n    return s.lower()\n")
+    code, out, st = build(proj, "--pytest")
+    assert code == 1, out
+    assert st == {
+        "pytest:tests/test_arith.py": "cached",
+        "pytest:tests/test_plain.py": "cached",
+        "pytest:tests/test_text.py": "failed",
+    }
+    assert "assert 'a' == 'A'" in out  # the failing file's log is shown
+
+
+def test_paths_select_files_and_targets_go_before_pytest(proj):
+    code, out, st = build(proj, "--pytest", "tests/test_plain.py", "tests/test_text.py")
+    assert code == 0, out
+    assert st == {"pytest:tests/test_plain.py": "passed", "pytest:tests/test_text.py": "passed"}
+
+    # From a subfolder: names stay relative to pytest's rootdir, runs happen there.
+    code, out, st = build(proj / "tests", "pytest:tests/test_arith.py", "--pytest", ".")
+    assert code == 0, out
+    assert st == {"pytest:tests/test_arith.py": "passed"}
+
+    # A target name after --pytest is a path that does not exist: a clear usage error.
+    code, out, _ = build(proj, "--pytest", "pytest:tests/test_arith.py")
+    assert code == 2
+    assert "no such file or folder: 'pytest:tests/test_arith.py'" in out
+    assert "before --pytest" in out
+
+
+def test_collection_error_names_the_file_and_runs_nothing(proj):
+    (proj / "tests" / "test_broken.py").write_text("import os\nimport no_such_module_xyz\n")
+    code, out, st = build(proj, "--pytest")
+    assert code == 2, out
+    assert f"{proj / 'tests' / 'test_broken.py'}:2: pytest could not collect" in out
+    assert "No module named 'no_such_module_xyz'" in out
+    assert st == {}
+    assert not (proj / ".memotest").exists()
+
+
+def test_from_pytest_and_no_tests(tmp_path, proj):
+    proc = memotest("list", "--from", "pytest", cwd=proj)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert all(name in proc.stdout.decode() for name in ALL)
+
+    empty = write(tmp_path / "empty", {"notes.txt": "no tests here\n"})
+    code, out, _ = build(empty, "--pytest")
+    assert code == 2
+    assert "no tests collected" in out
