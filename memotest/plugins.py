@@ -4,13 +4,16 @@ As in pytest, the core is plugins too: the targets-file loader, the terminal rep
 the JSON/JUnit reports are registered here as built-in plugins, and the adapters for tox,
 nox, make, BUILD files and pytest are found through the ``memotest`` entry-point group
 like any third-party plugin. A plugin that fails to import is reported by name and left
-out; it is an error only when it was the one asked for (``--from NAME``).
+out; it is an error only when it was the one asked for (``--from NAME``). Modules named
+in ``MEMOTEST_PLUGINS`` (comma-separated, importable) are registered too, as pytest's
+``PYTEST_PLUGINS``: the way to try a plugin without packaging it.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 from dataclasses import dataclass, field
@@ -85,6 +88,16 @@ def manager() -> pluggy.PluginManager:
                 )
                 continue
             pm.register(plugin, name=ep.name)
+        for modname in filter(None, os.environ.get("MEMOTEST_PLUGINS", "").split(",")):
+            modname = modname.strip()
+            if pm.get_plugin(modname) is not None:
+                continue
+            try:
+                pm.register(importlib.import_module(modname), name=modname)
+            except Exception as exc:  # a plugin asked for by name must load
+                raise UsageError(
+                    f"MEMOTEST_PLUGINS: cannot load {modname!r}: {type(exc).__name__}: {exc}"
+                ) from None
         _manager = pm
     return _manager
 
