@@ -57,7 +57,9 @@ def build_trace(
     changed: set[str] = set()  # paths the tree wrote or deleted so far
     images: dict[int, ProcessInfo] = {}
     announced: Counter[int] = Counter()
-    execs: dict[int, list[str]] = {}
+    pending: dict[int, list[str]] = {}  # own execs awaiting the new image's P
+    spawned: list[tuple[int, str]] = []  # posix_spawn children: their P may come first
+    exec_paths: set[str] = set()
     skip = (trace_dir, trace_dir + "/")
     norm: dict[str, str | None] = {}
 
@@ -99,17 +101,26 @@ def build_trace(
         elif op == "C":
             trace.connects.add(ev.path)
         elif op == "E":
-            execs.setdefault(ev.pid, []).append(ev.path)
+            exec_paths.add(ev.path)
+            if len(ev.fields) > 1:
+                spawned.append((ev.pid, ev.path))
+            else:
+                pending.setdefault(ev.pid, []).append(ev.path)
         elif op == "F":
-            pending = execs.get(ev.pid, [])
-            if ev.path in pending:
-                pending.remove(ev.path)
+            waiting = pending.get(ev.pid, [])
+            if ev.path in waiting:
+                waiting.remove(ev.path)
+                if ev.path not in (p for w in pending.values() for p in w):
+                    exec_paths.discard(ev.path)
             if len(ev.fields) > 1 and ev.fields[1] in ABSENT_ERRNOS:
                 path = clean(ev.path)
                 if path is not None and path not in changed:
                     trace.missing.add(path)
         elif op == "P":
             announced[ev.pid] += 1
+            waiting = pending.get(ev.pid)
+            if waiting:
+                waiting.pop(0)  # this image answers the exec that came before it
             ppid, exe, cwd, *argv = ev.fields
             images[ev.pid] = ProcessInfo(ev.pid, _int(ppid), exe, argv, cwd, True)
             if exe:
@@ -130,15 +141,14 @@ def build_trace(
         elif op == "I":
             incomplete.append(Incomplete(ev.pid, _exe(images, ev.pid), ev.path))
 
-    # Every exec must be answered by the new image announcing itself.
-    for pid, paths in execs.items():
-        expected = len(paths) + (1 if pid == root_pid else 0)
-        missing = expected - announced[pid]
-        for path in paths[len(paths) - missing :] if missing > 0 else []:
-            reason = why_untraceable(path) or "the program ran without the shim"
-            incomplete.append(Incomplete(pid, path, reason))
-        trace.execs.update(paths)
-    if not announced[root_pid] and root_pid not in execs:
+    # Every exec must be answered by the new image announcing itself (PROTOCOL.md).
+    unanswered = [(pid, path) for pid, paths in pending.items() for path in paths]
+    unanswered += [(pid, path) for pid, path in spawned if not announced[pid]]
+    for pid, path in unanswered:
+        reason = why_untraceable(path) or "the program ran without the shim"
+        incomplete.append(Incomplete(pid, path, reason))
+    trace.execs.update(exec_paths)
+    if not announced[root_pid] and root_pid not in pending:
         exe = command[0] if command else None
         reason = why_untraceable(_which(exe)) or "the shim did not load into the command"
         incomplete.append(Incomplete(root_pid, exe, reason))

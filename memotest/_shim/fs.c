@@ -1,0 +1,752 @@
+/* memotest shim: file-system wrappers (open, stat, access, readlink,
+ * directories, rename/unlink/mkdir/link, metadata writes, chdir).
+ * Each wrapper calls the real function, then records from its outcome. */
+#include "shim.h"
+
+#define OPEN_MODE(flags, last)                                                 \
+    mode_t mode = 0;                                                           \
+    if (__OPEN_NEEDS_MODE(flags)) {                                            \
+        va_list ap;                                                            \
+        va_start(ap, last);                                                    \
+        mode = (mode_t)va_arg(ap, int);                                        \
+        va_end(ap);                                                            \
+    }
+
+#define OPEN_POST(ok, dirfd, path, flags)                                      \
+    do {                                                                       \
+        if (shim_on()) {                                                       \
+            int e_ = errno;                                                    \
+            shim_rec_open((ok), e_, (dirfd), (path), (flags));                 \
+            errno = e_;                                                        \
+        }                                                                      \
+    } while (0)
+
+/* Record `op` for the file open on fd (AT_EMPTY_PATH-style calls). */
+#define FD_POST(ok, op, fd)                                                    \
+    do {                                                                       \
+        if ((ok) && shim_on()) {                                               \
+            int e_ = errno;                                                    \
+            shim_rec_fd((op), (fd));                                           \
+            errno = e_;                                                        \
+        }                                                                      \
+    } while (0)
+
+/* ------------------------------------------------------------------- open */
+
+int open(const char *path, int flags, ...)
+{
+    OPEN_MODE(flags, flags);
+    int fd = REAL(open)(path, flags, mode);
+    OPEN_POST(fd >= 0, AT_FDCWD, path, flags);
+    return fd;
+}
+
+int open64(const char *path, int flags, ...)
+{
+    OPEN_MODE(flags, flags);
+    int fd = REAL(open64)(path, flags, mode);
+    OPEN_POST(fd >= 0, AT_FDCWD, path, flags);
+    return fd;
+}
+
+int openat(int dirfd, const char *path, int flags, ...)
+{
+    OPEN_MODE(flags, flags);
+    int fd = REAL(openat)(dirfd, path, flags, mode);
+    OPEN_POST(fd >= 0, dirfd, path, flags);
+    return fd;
+}
+
+int openat64(int dirfd, const char *path, int flags, ...)
+{
+    OPEN_MODE(flags, flags);
+    int fd = REAL(openat64)(dirfd, path, flags, mode);
+    OPEN_POST(fd >= 0, dirfd, path, flags);
+    return fd;
+}
+
+int __open_2(const char *path, int flags)
+{
+    int fd = REAL(__open_2)(path, flags);
+    OPEN_POST(fd >= 0, AT_FDCWD, path, flags);
+    return fd;
+}
+
+int __open64_2(const char *path, int flags)
+{
+    int fd = REAL(__open64_2)(path, flags);
+    OPEN_POST(fd >= 0, AT_FDCWD, path, flags);
+    return fd;
+}
+
+int __openat_2(int dirfd, const char *path, int flags)
+{
+    int fd = REAL(__openat_2)(dirfd, path, flags);
+    OPEN_POST(fd >= 0, dirfd, path, flags);
+    return fd;
+}
+
+int __openat64_2(int dirfd, const char *path, int flags)
+{
+    int fd = REAL(__openat64_2)(dirfd, path, flags);
+    OPEN_POST(fd >= 0, dirfd, path, flags);
+    return fd;
+}
+
+int creat(const char *path, mode_t mode)
+{
+    int fd = REAL(creat)(path, mode);
+    OPEN_POST(fd >= 0, AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC);
+    return fd;
+}
+
+int creat64(const char *path, mode_t mode)
+{
+    int fd = REAL(creat64)(path, mode);
+    OPEN_POST(fd >= 0, AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC);
+    return fd;
+}
+
+FILE *fopen(const char *path, const char *mode)
+{
+    FILE *f = REAL(fopen)(path, mode);
+    OPEN_POST(f != NULL, AT_FDCWD, path, shim_fopen_flags(mode));
+    return f;
+}
+
+FILE *fopen64(const char *path, const char *mode)
+{
+    FILE *f = REAL(fopen64)(path, mode);
+    OPEN_POST(f != NULL, AT_FDCWD, path, shim_fopen_flags(mode));
+    return f;
+}
+
+FILE *freopen(const char *path, const char *mode, FILE *stream)
+{
+    FILE *f = REAL(freopen)(path, mode, stream);
+    OPEN_POST(f != NULL, AT_FDCWD, path, shim_fopen_flags(mode)); /* NULL path: nothing */
+    return f;
+}
+
+FILE *freopen64(const char *path, const char *mode, FILE *stream)
+{
+    FILE *f = REAL(freopen64)(path, mode, stream);
+    OPEN_POST(f != NULL, AT_FDCWD, path, shim_fopen_flags(mode));
+    return f;
+}
+
+/* ------------------------------------------------------------ stat family */
+
+int stat(const char *path, struct stat *buf)
+{
+    int r = REAL(stat)(path, buf);
+    SHIM_LOOKUP(r == 0, 'S', AT_FDCWD, path);
+    return r;
+}
+
+int stat64(const char *path, struct stat64 *buf)
+{
+    int r = REAL(stat64)(path, buf);
+    SHIM_LOOKUP(r == 0, 'S', AT_FDCWD, path);
+    return r;
+}
+
+int lstat(const char *path, struct stat *buf)
+{
+    int r = REAL(lstat)(path, buf);
+    SHIM_LOOKUP(r == 0, 'S', AT_FDCWD, path);
+    return r;
+}
+
+int lstat64(const char *path, struct stat64 *buf)
+{
+    int r = REAL(lstat64)(path, buf);
+    SHIM_LOOKUP(r == 0, 'S', AT_FDCWD, path);
+    return r;
+}
+
+/* An empty path (AT_EMPTY_PATH) is an fstat: shim_rec_res records nothing. */
+int fstatat(int dirfd, const char *path, struct stat *buf, int flags)
+{
+    int r = REAL(fstatat)(dirfd, path, buf, flags);
+    SHIM_LOOKUP(r == 0, 'S', dirfd, path);
+    return r;
+}
+
+int fstatat64(int dirfd, const char *path, struct stat64 *buf, int flags)
+{
+    int r = REAL(fstatat64)(dirfd, path, buf, flags);
+    SHIM_LOOKUP(r == 0, 'S', dirfd, path);
+    return r;
+}
+
+int statx(int dirfd, const char *path, int flags, unsigned int mask, struct statx *buf)
+{
+    int r = REAL(statx)(dirfd, path, flags, mask, buf);
+    SHIM_LOOKUP(r == 0, 'S', dirfd, path);
+    return r;
+}
+
+/* Binaries linked against glibc < 2.33 call these. */
+int __xstat(int ver, const char *path, struct stat *buf)
+{
+    int r = REAL(__xstat)(ver, path, buf);
+    SHIM_LOOKUP(r == 0, 'S', AT_FDCWD, path);
+    return r;
+}
+
+int __xstat64(int ver, const char *path, struct stat64 *buf)
+{
+    int r = REAL(__xstat64)(ver, path, buf);
+    SHIM_LOOKUP(r == 0, 'S', AT_FDCWD, path);
+    return r;
+}
+
+int __lxstat(int ver, const char *path, struct stat *buf)
+{
+    int r = REAL(__lxstat)(ver, path, buf);
+    SHIM_LOOKUP(r == 0, 'S', AT_FDCWD, path);
+    return r;
+}
+
+int __lxstat64(int ver, const char *path, struct stat64 *buf)
+{
+    int r = REAL(__lxstat64)(ver, path, buf);
+    SHIM_LOOKUP(r == 0, 'S', AT_FDCWD, path);
+    return r;
+}
+
+int __fxstatat(int ver, int dirfd, const char *path, struct stat *buf, int flags)
+{
+    int r = REAL(__fxstatat)(ver, dirfd, path, buf, flags);
+    SHIM_LOOKUP(r == 0, 'S', dirfd, path);
+    return r;
+}
+
+int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *buf, int flags)
+{
+    int r = REAL(__fxstatat64)(ver, dirfd, path, buf, flags);
+    SHIM_LOOKUP(r == 0, 'S', dirfd, path);
+    return r;
+}
+
+/* ---------------------------------------------------------- access family */
+
+int access(const char *path, int mode)
+{
+    int r = REAL(access)(path, mode);
+    SHIM_LOOKUP(r == 0, 'S', AT_FDCWD, path);
+    return r;
+}
+
+int faccessat(int dirfd, const char *path, int mode, int flags)
+{
+    int r = REAL(faccessat)(dirfd, path, mode, flags);
+    SHIM_LOOKUP(r == 0, 'S', dirfd, path);
+    return r;
+}
+
+int euidaccess(const char *path, int mode)
+{
+    int r = REAL(euidaccess)(path, mode);
+    SHIM_LOOKUP(r == 0, 'S', AT_FDCWD, path);
+    return r;
+}
+
+int eaccess(const char *path, int mode)
+{
+    int r = REAL(eaccess)(path, mode);
+    SHIM_LOOKUP(r == 0, 'S', AT_FDCWD, path);
+    return r;
+}
+
+/* ------------------------------------------------------ readlink, realpath */
+
+/* EINVAL from readlink: the path exists but is not a symbolic link. */
+ssize_t readlink(const char *path, char *buf, size_t len)
+{
+    ssize_t r = REAL(readlink)(path, buf, len);
+    SHIM_LOOKUP(r >= 0 || errno == EINVAL, 'S', AT_FDCWD, path);
+    return r;
+}
+
+ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t len)
+{
+    ssize_t r = REAL(readlinkat)(dirfd, path, buf, len);
+    SHIM_LOOKUP(r >= 0 || errno == EINVAL, 'S', dirfd, path);
+    return r;
+}
+
+ssize_t __readlink_chk(const char *path, char *buf, size_t len, size_t buflen)
+{
+    ssize_t r = REAL(__readlink_chk)(path, buf, len, buflen);
+    SHIM_LOOKUP(r >= 0 || errno == EINVAL, 'S', AT_FDCWD, path);
+    return r;
+}
+
+ssize_t __readlinkat_chk(int dirfd, const char *path, char *buf, size_t len, size_t buflen)
+{
+    ssize_t r = REAL(__readlinkat_chk)(dirfd, path, buf, len, buflen);
+    SHIM_LOOKUP(r >= 0 || errno == EINVAL, 'S', dirfd, path);
+    return r;
+}
+
+/* `S` of the path asked for and of the resolved result. */
+static void realpath_post(const char *path, const char *res)
+{
+    int e = errno;
+    char abs[SHIM_PATHBUF];
+    if (path == NULL || path[0] == '\0')
+        return;
+    if (res == NULL) {
+        shim_rec_res(0, e, 0, AT_FDCWD, path);
+    } else if (shim_abspath(AT_FDCWD, path, abs) == 0) {
+        shim_emit_path('S', abs);
+        if (strcmp(abs, res) != 0)
+            shim_rec('S', AT_FDCWD, res);
+    }
+    errno = e;
+}
+
+char *realpath(const char *path, char *resolved)
+{
+    SHIM_LAUNDER(path);
+    char *r = REAL(realpath)(path, resolved);
+    if (shim_on())
+        realpath_post(path, r);
+    return r;
+}
+
+char *__realpath_chk(const char *path, char *resolved, size_t resolvedlen)
+{
+    SHIM_LAUNDER(path);
+    char *r = REAL(__realpath_chk)(path, resolved, resolvedlen);
+    if (shim_on())
+        realpath_post(path, r);
+    return r;
+}
+
+char *canonicalize_file_name(const char *path)
+{
+    SHIM_LAUNDER(path);
+    char *r = REAL(canonicalize_file_name)(path);
+    if (shim_on())
+        realpath_post(path, r);
+    return r;
+}
+
+/* ------------------------------------------------------------ directories */
+
+DIR *opendir(const char *path)
+{
+    DIR *d = REAL(opendir)(path);
+    SHIM_LOOKUP(d != NULL, 'L', AT_FDCWD, path);
+    return d;
+}
+
+DIR *fdopendir(int fd)
+{
+    DIR *d = REAL(fdopendir)(fd);
+    FD_POST(d != NULL, 'L', fd);
+    return d;
+}
+
+int scandir(const char *dir, struct dirent ***namelist,
+            int (*filter)(const struct dirent *),
+            int (*compar)(const struct dirent **, const struct dirent **))
+{
+    int r = REAL(scandir)(dir, namelist, filter, compar);
+    SHIM_LOOKUP(r >= 0, 'L', AT_FDCWD, dir);
+    return r;
+}
+
+int scandir64(const char *dir, struct dirent64 ***namelist,
+              int (*filter)(const struct dirent64 *),
+              int (*compar)(const struct dirent64 **, const struct dirent64 **))
+{
+    int r = REAL(scandir64)(dir, namelist, filter, compar);
+    SHIM_LOOKUP(r >= 0, 'L', AT_FDCWD, dir);
+    return r;
+}
+
+int scandirat(int dirfd, const char *dir, struct dirent ***namelist,
+              int (*filter)(const struct dirent *),
+              int (*compar)(const struct dirent **, const struct dirent **))
+{
+    int r = REAL(scandirat)(dirfd, dir, namelist, filter, compar);
+    SHIM_LOOKUP(r >= 0, 'L', dirfd, dir);
+    return r;
+}
+
+int scandirat64(int dirfd, const char *dir, struct dirent64 ***namelist,
+                int (*filter)(const struct dirent64 *),
+                int (*compar)(const struct dirent64 **, const struct dirent64 **))
+{
+    int r = REAL(scandirat64)(dirfd, dir, namelist, filter, compar);
+    SHIM_LOOKUP(r >= 0, 'L', dirfd, dir);
+    return r;
+}
+
+ssize_t getdents64(int fd, void *buf, size_t len)
+{
+    ssize_t r = REAL(getdents64)(fd, buf, len);
+    FD_POST(r >= 0, 'L', fd);
+    return r;
+}
+
+/* -------------------------------------------------- rename, unlink, mkdir */
+
+static void rename_post(int r, int olddirfd, const char *oldpath, int newdirfd,
+                        const char *newpath, unsigned flags)
+{
+    int e = errno;
+    if (r == 0) {
+        /* RENAME_EXCHANGE swaps two files that both stay. */
+        shim_rec((flags & RENAME_EXCHANGE) ? 'W' : 'D', olddirfd, oldpath);
+        shim_rec('W', newdirfd, newpath);
+    } else if (e == EEXIST || e == ENOTEMPTY) {
+        shim_rec('S', olddirfd, oldpath);
+        shim_rec('S', newdirfd, newpath);
+    } else {
+        shim_rec_res(0, e, 0, olddirfd, oldpath);
+    }
+    errno = e;
+}
+
+int rename(const char *oldpath, const char *newpath)
+{
+    int r = REAL(rename)(oldpath, newpath);
+    if (shim_on())
+        rename_post(r, AT_FDCWD, oldpath, AT_FDCWD, newpath, 0);
+    return r;
+}
+
+int renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath)
+{
+    int r = REAL(renameat)(olddirfd, oldpath, newdirfd, newpath);
+    if (shim_on())
+        rename_post(r, olddirfd, oldpath, newdirfd, newpath, 0);
+    return r;
+}
+
+int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
+              unsigned int flags)
+{
+    int r = REAL(renameat2)(olddirfd, oldpath, newdirfd, newpath, flags);
+    if (shim_on())
+        rename_post(r, olddirfd, oldpath, newdirfd, newpath, flags);
+    return r;
+}
+
+int unlink(const char *path)
+{
+    int r = REAL(unlink)(path);
+    SHIM_LOOKUP(r == 0, 'D', AT_FDCWD, path);
+    return r;
+}
+
+int unlinkat(int dirfd, const char *path, int flags)
+{
+    int r = REAL(unlinkat)(dirfd, path, flags);
+    SHIM_LOOKUP(r == 0, 'D', dirfd, path);
+    return r;
+}
+
+int remove(const char *path)
+{
+    int r = REAL(remove)(path);
+    SHIM_LOOKUP(r == 0, 'D', AT_FDCWD, path);
+    return r;
+}
+
+int rmdir(const char *path)
+{
+    int r = REAL(rmdir)(path);
+    SHIM_LOOKUP(r == 0, 'D', AT_FDCWD, path);
+    return r;
+}
+
+int mkdir(const char *path, mode_t mode)
+{
+    int r = REAL(mkdir)(path, mode);
+    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    return r;
+}
+
+int mkdirat(int dirfd, const char *path, mode_t mode)
+{
+    int r = REAL(mkdirat)(dirfd, path, mode);
+    SHIM_LOOKUP(r == 0, 'W', dirfd, path);
+    return r;
+}
+
+/* ----------------------------------------------------------- link, symlink */
+
+static void link_post(int r, int olddirfd, const char *oldpath, int newdirfd,
+                      const char *newpath, int flags)
+{
+    int e = errno;
+    if (r == 0) {
+        /* The new name has the old file's content: that content is read. */
+        if ((flags & AT_EMPTY_PATH) && oldpath && oldpath[0] == '\0')
+            shim_rec_fd('R', olddirfd);
+        else
+            shim_rec('R', olddirfd, oldpath);
+        shim_rec('W', newdirfd, newpath);
+    } else if (e == EEXIST) {
+        shim_rec('S', newdirfd, newpath);
+    } else {
+        shim_rec_res(0, e, 0, olddirfd, oldpath);
+    }
+    errno = e;
+}
+
+int link(const char *oldpath, const char *newpath)
+{
+    SHIM_LAUNDER(oldpath);
+    int r = REAL(link)(oldpath, newpath);
+    if (shim_on())
+        link_post(r, AT_FDCWD, oldpath, AT_FDCWD, newpath, 0);
+    return r;
+}
+
+int linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, int flags)
+{
+    SHIM_LAUNDER(oldpath);
+    int r = REAL(linkat)(olddirfd, oldpath, newdirfd, newpath, flags);
+    if (shim_on())
+        link_post(r, olddirfd, oldpath, newdirfd, newpath, flags);
+    return r;
+}
+
+/* The target of a symbolic link is only a string: nothing is looked up. */
+int symlink(const char *target, const char *linkpath)
+{
+    int r = REAL(symlink)(target, linkpath);
+    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, linkpath);
+    return r;
+}
+
+int symlinkat(const char *target, int newdirfd, const char *linkpath)
+{
+    int r = REAL(symlinkat)(target, newdirfd, linkpath);
+    SHIM_LOOKUP(r == 0, 'W', newdirfd, linkpath);
+    return r;
+}
+
+/* -------------------------------------------------------- truncate, temps */
+
+int truncate(const char *path, off_t length)
+{
+    int r = REAL(truncate)(path, length);
+    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    return r;
+}
+
+int truncate64(const char *path, off64_t length)
+{
+    int r = REAL(truncate64)(path, length);
+    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    return r;
+}
+
+/* Success: `W` of the file made from the template. A missing directory:
+ * `M` of that directory. */
+static void tmpl_post(int ok, const char *tmpl)
+{
+    int e = errno;
+    char abs[SHIM_PATHBUF], *slash;
+    if (tmpl == NULL || tmpl[0] == '\0')
+        return;
+    if (ok) {
+        shim_rec('W', AT_FDCWD, tmpl);
+    } else if ((e == ENOENT || e == ENOTDIR) && shim_abspath(AT_FDCWD, tmpl, abs) == 0) {
+        slash = strrchr(abs, '/');
+        if (slash == abs)
+            slash[1] = '\0';
+        else
+            *slash = '\0';
+        shim_emit_path('M', abs);
+    }
+    errno = e;
+}
+
+#define TMPL_WRAP(name, call, ...)                                             \
+    int name(__VA_ARGS__)                                                      \
+    {                                                                          \
+        SHIM_LAUNDER(tmpl);                                                    \
+        int fd = call;                                                         \
+        if (shim_on())                                                         \
+            tmpl_post(fd >= 0, tmpl);                                          \
+        return fd;                                                             \
+    }
+
+TMPL_WRAP(mkstemp, REAL(mkstemp)(tmpl), char *tmpl)
+TMPL_WRAP(mkstemp64, REAL(mkstemp64)(tmpl), char *tmpl)
+TMPL_WRAP(mkostemp, REAL(mkostemp)(tmpl, flags), char *tmpl, int flags)
+TMPL_WRAP(mkostemp64, REAL(mkostemp64)(tmpl, flags), char *tmpl, int flags)
+TMPL_WRAP(mkstemps, REAL(mkstemps)(tmpl, suffixlen), char *tmpl, int suffixlen)
+TMPL_WRAP(mkstemps64, REAL(mkstemps64)(tmpl, suffixlen), char *tmpl, int suffixlen)
+TMPL_WRAP(mkostemps, REAL(mkostemps)(tmpl, suffixlen, flags), char *tmpl, int suffixlen,
+          int flags)
+TMPL_WRAP(mkostemps64, REAL(mkostemps64)(tmpl, suffixlen, flags), char *tmpl,
+          int suffixlen, int flags)
+
+char *mkdtemp(char *tmpl)
+{
+    SHIM_LAUNDER(tmpl);
+    char *r = REAL(mkdtemp)(tmpl);
+    if (shim_on())
+        tmpl_post(r != NULL, tmpl);
+    return r;
+}
+
+/* -------------------------------------------------------- metadata writes */
+
+int chmod(const char *path, mode_t mode)
+{
+    int r = REAL(chmod)(path, mode);
+    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    return r;
+}
+
+int lchmod(const char *path, mode_t mode)
+{
+    int r = REAL(lchmod)(path, mode);
+    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    return r;
+}
+
+int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
+{
+    int r = REAL(fchmodat)(dirfd, path, mode, flags);
+    SHIM_LOOKUP(r == 0, 'W', dirfd, path);
+    return r;
+}
+
+int chown(const char *path, uid_t owner, gid_t group)
+{
+    int r = REAL(chown)(path, owner, group);
+    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    return r;
+}
+
+int lchown(const char *path, uid_t owner, gid_t group)
+{
+    int r = REAL(lchown)(path, owner, group);
+    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    return r;
+}
+
+int fchownat(int dirfd, const char *path, uid_t owner, gid_t group, int flags)
+{
+    SHIM_LAUNDER(path);
+    int r = REAL(fchownat)(dirfd, path, owner, group, flags);
+    if (path != NULL && path[0] == '\0' && (flags & AT_EMPTY_PATH))
+        FD_POST(r == 0, 'W', dirfd);
+    else
+        SHIM_LOOKUP(r == 0, 'W', dirfd, path);
+    return r;
+}
+
+/* A NULL path would name the file open on dirfd (the syscall allows it;
+ * glibc 2.36 answers EINVAL, other versions may not). */
+int utimensat(int dirfd, const char *path, const struct timespec times[2], int flags)
+{
+    SHIM_LAUNDER(path);
+    int r = REAL(utimensat)(dirfd, path, times, flags);
+    if (path == NULL)
+        FD_POST(r == 0, 'W', dirfd);
+    else
+        SHIM_LOOKUP(r == 0, 'W', dirfd, path);
+    return r;
+}
+
+int futimesat(int dirfd, const char *path, const struct timeval times[2])
+{
+    SHIM_LAUNDER(path);
+    int r = REAL(futimesat)(dirfd, path, times);
+    if (path == NULL)
+        FD_POST(r == 0, 'W', dirfd);
+    else
+        SHIM_LOOKUP(r == 0, 'W', dirfd, path);
+    return r;
+}
+
+int utimes(const char *path, const struct timeval times[2])
+{
+    int r = REAL(utimes)(path, times);
+    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    return r;
+}
+
+int lutimes(const char *path, const struct timeval times[2])
+{
+    int r = REAL(lutimes)(path, times);
+    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    return r;
+}
+
+int utime(const char *path, const struct utimbuf *times)
+{
+    int r = REAL(utime)(path, times);
+    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    return r;
+}
+
+int mkfifo(const char *path, mode_t mode)
+{
+    int r = REAL(mkfifo)(path, mode);
+    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    return r;
+}
+
+int mkfifoat(int dirfd, const char *path, mode_t mode)
+{
+    int r = REAL(mkfifoat)(dirfd, path, mode);
+    SHIM_LOOKUP(r == 0, 'W', dirfd, path);
+    return r;
+}
+
+int mknod(const char *path, mode_t mode, dev_t dev)
+{
+    int r = REAL(mknod)(path, mode, dev);
+    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    return r;
+}
+
+int mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
+{
+    int r = REAL(mknodat)(dirfd, path, mode, dev);
+    SHIM_LOOKUP(r == 0, 'W', dirfd, path);
+    return r;
+}
+
+/* ------------------------------------------------------------------ chdir */
+
+/* A relative path is resolved before the call: afterwards the cwd moved. */
+int chdir(const char *path)
+{
+    SHIM_LAUNDER(path);
+    char abs[SHIM_PATHBUF];
+    int r, e, have = 0;
+    if (path != NULL && path[0] != '\0' && shim_on()) {
+        e = errno;
+        have = shim_abspath(AT_FDCWD, path, abs) == 0;
+        errno = e;
+    }
+    r = REAL(chdir)(path);
+    if (have && shim_on()) {
+        e = errno;
+        shim_rec_res(r == 0, e, 'S', AT_FDCWD, abs);
+        errno = e;
+    }
+    return r;
+}
+
+int fchdir(int fd)
+{
+    int r = REAL(fchdir)(fd);
+    FD_POST(r == 0, 'S', fd);
+    return r;
+}

@@ -1,0 +1,219 @@
+/* memotest shim: turning (dirfd, path) into the absolute, normalized paths
+ * of PROTOCOL.md, and the generic "record this outcome" helpers. */
+#include "shim.h"
+
+int shim_getcwd(char *out, size_t size)
+{
+    /* Raw syscall: never cached, threads may chdir at any time. The kernel
+     * prefixes "(unreachable)" when the cwd is outside our root. */
+    long n = syscall(SYS_getcwd, out, size);
+    if (n <= 0 || out[0] != '/')
+        return -1;
+    return 0;
+}
+
+static size_t put_uint(char *out, unsigned v)
+{
+    char digits[16];
+    size_t i = 0, n = 0;
+    do {
+        digits[i++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (i)
+        out[n++] = digits[--i];
+    out[n] = '\0';
+    return n;
+}
+
+int shim_fdpath(int fd, char *out)
+{
+    char link[64];
+    long r;
+
+    if (fd < 0)
+        return -1;
+    memcpy(link, "/proc/thread-self/fd/", 21);
+    put_uint(link + 21, (unsigned)fd);
+    r = syscall(SYS_readlinkat, AT_FDCWD, link, out, SHIM_PATHBUF - 1);
+    if (r < 0 && errno == ENOENT) { /* kernels before 3.17 have no thread-self */
+        memcpy(link, "/proc/self/fd/", 14);
+        put_uint(link + 14, (unsigned)fd);
+        r = syscall(SYS_readlinkat, AT_FDCWD, link, out, SHIM_PATHBUF - 1);
+    }
+    if (r <= 0 || r >= SHIM_PATHBUF - 1)
+        return -1;
+    out[r] = '\0';
+    /* pipes, sockets, anon inodes read as "pipe:[123]": no path involved */
+    return out[0] == '/' ? 0 : -2;
+}
+
+/* Collapse "//" and "." components and strip the trailing '/'; keep "..".
+ * p starts with '/'; the result is never longer, so it is done in place. */
+static void normalize(char *p)
+{
+    char *r = p, *w = p + 1, *s;
+    size_t n;
+    while (*r) {
+        while (*r == '/')
+            r++;
+        if (*r == '\0')
+            break;
+        s = r;
+        while (*r && *r != '/')
+            r++;
+        n = (size_t)(r - s);
+        if (n == 1 && s[0] == '.')
+            continue;
+        if (w[-1] != '/')
+            *w++ = '/';
+        memmove(w, s, n);
+        w += n;
+    }
+    *w = '\0';
+}
+
+static int join(char *out, const char *path)
+{
+    size_t blen = strlen(out), plen = strlen(path);
+    if (blen + 1 + plen >= SHIM_PATHBUF) {
+        shim_info("path too long");
+        return -1;
+    }
+    out[blen] = '/';
+    memcpy(out + blen + 1, path, plen + 1);
+    normalize(out);
+    return 0;
+}
+
+int shim_abspath(int dirfd, const char *path, char *out)
+{
+    if (path[0] == '/') {
+        size_t plen = strlen(path);
+        if (plen >= SHIM_PATHBUF) {
+            shim_info("path too long");
+            return -1;
+        }
+        memcpy(out, path, plen + 1);
+        normalize(out);
+        return 0;
+    }
+    if (dirfd == AT_FDCWD) {
+        if (shim_getcwd(out, SHIM_PATHBUF) != 0) {
+            shim_info("cannot resolve the current directory");
+            return -1;
+        }
+    } else {
+        int r = shim_fdpath(dirfd, out);
+        if (r == -2)
+            return -1; /* not a directory: the call looked nothing up */
+        if (r != 0) {
+            shim_info("cannot resolve a directory descriptor");
+            return -1;
+        }
+    }
+    return join(out, path);
+}
+
+int shim_abspath_base(const char *base, const char *path, char *out)
+{
+    size_t blen;
+    if (path[0] == '/' || base == NULL || base[0] != '/')
+        return shim_abspath(AT_FDCWD, path, out);
+    blen = strlen(base);
+    if (blen >= SHIM_PATHBUF) {
+        shim_info("path too long");
+        return -1;
+    }
+    memcpy(out, base, blen + 1);
+    return join(out, path);
+}
+
+void shim_rec(char op, int dirfd, const char *path)
+{
+    char abs[SHIM_PATHBUF];
+    if (path == NULL || path[0] == '\0')
+        return;
+    if (shim_abspath(dirfd, path, abs) == 0)
+        shim_emit_path(op, abs);
+}
+
+void shim_rec_fd(char op, int fd)
+{
+    char abs[SHIM_PATHBUF];
+    int r = shim_fdpath(fd, abs);
+    if (r == 0) {
+        normalize(abs);
+        shim_emit_path(op, abs);
+    } else if (r == -1) {
+        shim_info("cannot resolve a file descriptor");
+    }
+}
+
+/* Errors that mean no lookup happened or tell nothing about the path. */
+static int err_tells_nothing(int err)
+{
+    switch (err) {
+    case EBADF: case EFAULT: case EINVAL: case ENOMEM: case EMFILE: case ENFILE:
+    case ENAMETOOLONG: case ENOSYS:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+void shim_rec_res(int ok, int err, char okop, int dirfd, const char *path)
+{
+    if (path == NULL || path[0] == '\0')
+        return;
+    if (ok) {
+        if (okop)
+            shim_rec(okop, dirfd, path);
+    } else if (err == ENOENT || err == ENOTDIR) {
+        shim_rec('M', dirfd, path);
+    } else if (!err_tells_nothing(err)) {
+        shim_rec('S', dirfd, path);
+    }
+}
+
+void shim_rec_open(int ok, int err, int dirfd, const char *path, int flags)
+{
+    char abs[SHIM_PATHBUF];
+    int acc = flags & O_ACCMODE, rd, wr;
+
+    if (path == NULL || path[0] == '\0' || flags == -1)
+        return;
+    if (!ok || (flags & O_PATH) || (flags & O_TMPFILE) == O_TMPFILE) {
+        /* O_PATH is a lookup; O_TMPFILE names the directory it creates in. */
+        shim_rec_res(ok, err, 'S', dirfd, path);
+        return;
+    }
+    rd = (acc == O_RDONLY || acc == O_RDWR || acc == O_ACCMODE) && !(flags & O_TRUNC);
+    wr = acc != O_RDONLY || (flags & (O_CREAT | O_TRUNC));
+    if (shim_abspath(dirfd, path, abs) != 0)
+        return;
+    if (rd)
+        shim_emit_path((flags & O_DIRECTORY) ? 'S' : 'R', abs);
+    if (wr)
+        shim_emit_path('W', abs);
+}
+
+int shim_fopen_flags(const char *mode)
+{
+    int flags, i;
+    if (mode == NULL)
+        return -1;
+    switch (mode[0]) {
+    case 'r': flags = O_RDONLY; break;
+    case 'w': flags = O_WRONLY | O_CREAT | O_TRUNC; break;
+    case 'a': flags = O_WRONLY | O_CREAT | O_APPEND; break;
+    default: return -1;
+    }
+    for (i = 1; i < 7 && mode[i] && mode[i] != ','; i++) {
+        if (mode[i] == '+')
+            flags = (flags & ~O_ACCMODE) | O_RDWR;
+        else if (mode[i] == 'x')
+            flags |= O_EXCL;
+    }
+    return flags;
+}
