@@ -1,0 +1,1 @@
+"""A tiny library for the make example."""

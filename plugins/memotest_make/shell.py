@@ -1,0 +1,392 @@
+"""``memotest-sh``: a ``SHELL`` for make that memoizes the recipes of the targets you mark.
+
+make runs every recipe line as ``$(SHELL) $(.SHELLFLAGS) 'line'``. With::
+
+    SHELL := memotest-sh
+    .SHELLFLAGS = --target=$@ -c
+
+each line of a marked target runs once under memotest's tracer and is recorded in
+``.memotest/`` of make's working directory (``CURDIR``, so ``make -C dir`` uses ``dir``);
+while nothing it observed changes, the next ``make`` prints the recorded log and exits with
+the recorded status instead of running it. Lines of unmarked targets are handed to
+``/bin/sh`` with ``exec``: they run exactly as without memotest-sh.
+
+Command line (our options first, then the real shell's flags, then the recipe)::
+
+    memotest-sh [--target=NAME] [--memoize='NAMES'] [--root=DIR] [--shell=PATH]
+                [--pass-env='PATTERNS'] [--timeout=SECONDS] [--quiet] [--]
+                SHELLFLAGS... RECIPE
+
+Which targets are memoized: those matching ``--memoize`` (space-separated names or globs;
+``%`` works like ``*``), else those in the ``MEMOTEST_TARGETS`` environment variable, else
+every target. ``docs/adapters/make.md`` explains the environment a memoized line gets and
+what is part of its key.
+
+This module imports only the standard library at the top: an unmarked line costs one
+interpreter start and an ``exec``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+PROG = "memotest-sh"
+DEFAULT_SHELL = "/bin/sh"
+#: The sub-folder of ``.memotest/`` where memotest-sh keeps what each line left behind.
+OUTPUTS_DIR = "make-outputs"
+
+_VALUE_OPTIONS = ("--target", "--memoize", "--root", "--shell", "--pass-env", "--timeout")
+_FLAG_OPTIONS = ("--quiet",)
+
+
+class Usage(Exception):
+    """A bad command line: memotest-sh exits 2 with the message."""
+
+
+class Invocation:
+    """A parsed ``memotest-sh`` command line. (A plain class: ``dataclasses`` would add
+    to the start-up time every unmarked recipe line pays.)"""
+
+    def __init__(self) -> None:
+        self.target: str | None = None
+        self.memoize: list[str] | None = None
+        self.root: str | None = None
+        self.shell: str = DEFAULT_SHELL
+        self.pass_env: list[str] = []
+        self.timeout: float | None = None
+        self.quiet = False
+        self.shell_flags: list[str] = []
+        self.recipe = ""
+
+    @property
+    def argv(self) -> list[str]:
+        """What ``/bin/sh`` (or ``--shell``) is run with."""
+        return [self.shell, *self.shell_flags, self.recipe]
+
+
+def parse_args(args: Sequence[str]) -> Invocation:
+    """Our long options come first; the first argument that is not one of them starts the
+    real shell's flags (``-c``, ``-ec``, ``-o pipefail -c``); the last argument is the
+    recipe. ``--opt VALUE`` and ``--opt=VALUE`` both work; ``--target`` followed by an
+    argument starting with ``-`` means no target (make expands ``$@`` to nothing for
+    ``$(shell ...)`` calls)."""
+    inv = Invocation()
+    args = list(args)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            i += 1
+            break
+        name, eq, value = arg.partition("=")
+        if name in _FLAG_OPTIONS and not eq:
+            inv.quiet = True
+            i += 1
+            continue
+        if name not in _VALUE_OPTIONS:
+            break
+        if not eq:
+            if i + 1 >= len(args):
+                raise Usage(f"{name} needs a value")
+            value = args[i + 1]
+            if name == "--target" and value.startswith("-"):
+                value = ""
+                i -= 1  # the next argument belongs to the shell
+            i += 2
+        else:
+            i += 1
+        _set(inv, name, value)
+    rest = args[i:]
+    if not rest:
+        raise Usage(
+            "no recipe to run (make calls $(SHELL) $(.SHELLFLAGS) 'recipe'; "
+            "set .SHELLFLAGS = --target=$@ -c)"
+        )
+    inv.shell_flags, inv.recipe = rest[:-1], rest[-1]
+    return inv
+
+
+def _set(inv: Invocation, name: str, value: str) -> None:
+    if name == "--target":
+        inv.target = value or None
+    elif name == "--memoize":
+        inv.memoize = value.split()
+    elif name == "--root":
+        inv.root = value or None
+    elif name == "--shell":
+        if not value:
+            raise Usage("--shell needs a program, like --shell=/bin/bash")
+        inv.shell = value
+    elif name == "--pass-env":
+        inv.pass_env.extend(value.split())
+    elif name == "--timeout":
+        try:
+            inv.timeout = float(value)
+        except ValueError:
+            raise Usage(f"--timeout must be seconds, not {value!r}") from None
+        if inv.timeout <= 0:
+            raise Usage("--timeout must be seconds > 0")
+
+
+def is_marked(target: str, memoize: list[str] | None, environ: Mapping[str, str]) -> bool:
+    """Whether ``target``'s recipe is memoized: ``--memoize``, else ``MEMOTEST_TARGETS``
+    from the environment, else every target."""
+    patterns = memoize
+    if patterns is None:
+        value = environ.get("MEMOTEST_TARGETS")
+        if value is None:
+            return True
+        patterns = value.split()
+    return any(fnmatch.fnmatchcase(target, p.replace("%", "*")) for p in patterns)
+
+
+# -- MAKEFLAGS -------------------------------------------------------------------------------
+
+#: Flags that only say how many jobs make runs at once or how it groups their output.
+#: A memoized line runs without make's jobserver (its file descriptors are not passed),
+#: so they cannot change what it does.
+_IGNORED_FLAG = re.compile(
+    r"^(-j\d*|--jobs(=\d+)?|--jobserver-(auth|fds)=.*|-O\w*|--output-sync(=\w+)?"
+    r"|-[sw]+|--(silent|quiet|print-directory|no-print-directory))$"
+)
+_MESSAGE_LETTERS = "sw"
+
+
+def _split_escaped(text: str) -> list[str]:
+    """Splits MAKEFLAGS on unescaped blanks (make escapes blanks in values with ``\\``)."""
+    words: list[str] = []
+    cur: list[str] = []
+    it = iter(text)
+    for ch in it:
+        if ch == "\\":
+            cur.append(ch)
+            cur.append(next(it, ""))
+        elif ch in " \t":
+            if cur:
+                words.append("".join(cur))
+                cur = []
+        else:
+            cur.append(ch)
+    if cur:
+        words.append("".join(cur))
+    return words
+
+
+def split_makeflags(value: str) -> tuple[list[str], list[str]]:
+    """MAKEFLAGS as (flags, command-line variable assignments)."""
+    words = _split_escaped(value)
+    if "--" in words:
+        at = words.index("--")
+        return words[:at], words[at + 1 :]
+    return words, []
+
+
+def normalize_makeflags(value: str) -> str:
+    """MAKEFLAGS without the flags that cannot change what a memoized line does: the job
+    count and jobserver, and those that only change make's own messages (``-O``, ``-s``,
+    ``-w``, ``--no-print-directory``)."""
+    flags, assignments = split_makeflags(value)
+    kept = []
+    for i, word in enumerate(flags):
+        if i == 0 and not word.startswith("-"):  # make 4: the one-letter flags, no dash
+            word = "".join(c for c in word if c not in _MESSAGE_LETTERS)
+            if word:
+                kept.append(word)
+        elif not _IGNORED_FLAG.match(word):
+            kept.append(word)
+    if assignments:
+        kept += ["--", *assignments]
+    return " ".join(kept)
+
+
+def override_names(value: str) -> list[str]:
+    """The names of the variables set on make's command line (``make test FOO=1``)."""
+    _, assignments = split_makeflags(value)
+    names = []
+    for word in assignments:
+        m = re.match(r"([^:+?!=\s]+)\s*(?::{1,3}|\+|\?|!)?=", word)
+        if m:
+            names.append(m.group(1).replace("\\", ""))
+    return names
+
+
+def line_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The make variables a memoized line gets, beyond ``pass_env``; all part of its key:
+    MAKEFLAGS without the parallelism flags, and each variable set on make's command line
+    (make exports those to every recipe)."""
+    env: dict[str, str] = {}
+    flags = environ.get("MAKEFLAGS")
+    if flags is None:
+        return env
+    normal = normalize_makeflags(flags)
+    if normal:
+        env["MAKEFLAGS"] = normal
+    for name in override_names(flags):
+        if name in environ:
+            env[name] = environ[name]
+    return env
+
+
+def jobserver_passed(environ: Mapping[str, str]) -> bool:
+    """Whether make handed this process its jobserver pipe: it does so only for lines it
+    runs recursively (``$(MAKE)`` or a ``+`` prefix)."""
+    m = re.search(r"--jobserver-(?:auth|fds)=(\d+),(\d+)", environ.get("MAKEFLAGS", ""))
+    if not m:
+        return False
+    try:
+        os.fstat(int(m.group(1)))
+    except OSError:
+        return False
+    return True
+
+
+# -- running -----------------------------------------------------------------------------------
+
+
+def exec_plain(inv: Invocation) -> int:
+    """Replaces this process with the real shell, as make would have run it."""
+    try:
+        os.execv(inv.shell, inv.argv)
+    except OSError as exc:
+        print(f"{PROG}: cannot run {inv.shell}: {exc.strerror}", file=sys.stderr)
+        return 127
+    return 127  # pragma: no cover - execv does not return
+
+
+def line_name(target: str, recipe: str) -> str:
+    """``make:<target>:<hash of the line>``: one record per distinct line of a target."""
+    import xxhash
+
+    return f"make:{target}:{xxhash.xxh3_64_hexdigest(recipe.encode())[:8]}"
+
+
+def memoize(inv: Invocation, environ: Mapping[str, str]) -> int:
+    """Runs the line through :func:`memotest.memo.run_memoized` and reports like a shell."""
+    from memotest.config import DEFAULT_PASS_ENV, Settings
+    from memotest.errors import UsageError
+    from memotest.memo import run_memoized
+    from memotest.model import Target
+
+    assert inv.target is not None
+    root = os.path.abspath(inv.root or os.getcwd())
+    extra = list(inv.pass_env) + environ.get("MEMOTEST_PASS_ENV", "").split()
+    settings = Settings(pass_env=tuple(dict.fromkeys((*DEFAULT_PASS_ENV, *extra))))
+    target = Target(
+        name=line_name(inv.target, inv.recipe),
+        command=tuple(inv.argv),
+        cwd=os.getcwd(),
+        env=tuple(sorted(line_env(environ).items())),
+        timeout=inv.timeout,
+    )
+    outputs = _Outputs(Path(root), target.name)
+    gone = outputs.gone()
+    if gone and not inv.quiet:
+        print(f"[memotest] {inv.target}: {gone}, which it made, is gone: running", file=sys.stderr)
+    try:
+        result = run_memoized(
+            target, root=Path(root), settings=settings, environ=environ, force=bool(gone)
+        )
+    except UsageError as exc:
+        print(f"{PROG}: {inv.target}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    out = sys.stdout.buffer
+    out.write(result.log)
+    out.flush()
+    if result.cached:
+        if not inv.quiet:
+            print(
+                f"[memotest] {inv.target}: up to date, replayed "
+                f"(the recorded run took {result.duration:.2f}s)",
+                file=sys.stderr,
+            )
+    else:
+        if result.status == "passed":
+            outputs.remember()
+        if result.note and not inv.quiet:
+            print(f"[memotest] {inv.target}: {result.note}", file=sys.stderr)
+    if result.status == "timeout":
+        print(f"{PROG}: {inv.target}: timed out after {inv.timeout}s", file=sys.stderr)
+        return 124
+    if result.exit_code is None:
+        print(f"{PROG}: {inv.target}: could not run the recipe", file=sys.stderr)
+        return 127
+    return result.exit_code
+
+
+class _Outputs:
+    """What a line wrote and left behind, so that a replay is refused once it is gone.
+
+    memotest records what a command read; a make recipe usually also *makes* a file. If
+    that file is deleted (``make clean``), make runs the recipe again, and replaying the
+    log would not bring the file back. So after a recorded run the written paths that
+    still exist are listed in ``.memotest/make-outputs/``, and if any of them is missing
+    the line runs instead of being replayed.
+    """
+
+    def __init__(self, root: Path, name: str) -> None:
+        import xxhash
+
+        self.root = root
+        self.name = name
+        self.path = (
+            root / ".memotest" / OUTPUTS_DIR / (xxhash.xxh3_64_hexdigest(name.encode()) + ".json")
+        )
+
+    def gone(self) -> str | None:
+        """The first file the last recorded run left behind that no longer exists."""
+        import json
+
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return None
+        return next((p for p in data.get("outputs", []) if not os.path.lexists(p)), None)
+
+    def remember(self) -> None:
+        import contextlib
+        import json
+
+        from memotest.store import Store, StoreError
+
+        try:
+            with Store.open(self.root, lock=False) as store:
+                rec = store.get(self.name)
+        except (StoreError, OSError):
+            return
+        if rec is None:
+            return
+        kept = sorted(p for p in rec.writes if os.path.lexists(p))
+        with contextlib.suppress(OSError):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"name": self.name, "outputs": kept}))
+            os.replace(tmp, self.path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        inv = parse_args(args)
+    except Usage as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    environ = os.environ
+    if (
+        inv.target is None
+        or "MEMOTEST_TRACE_DIR" in environ  # already inside a memoized command
+        or not is_marked(inv.target, inv.memoize, environ)
+        or jobserver_passed(environ)
+    ):
+        return exec_plain(inv)
+    return memoize(inv, environ)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
