@@ -52,10 +52,16 @@ def select(project: Project, names: Iterable[str]) -> list[Target]:
     """The named targets (exact names, ``foreach`` groups or globs) and everything they
     need, in targets-file order. No names: every target."""
     names = list(names)
-    if not names:
+    if not names and project.default is None:
         return list(project.targets.values())
-    wanted: set[str] = set()
+    wanted: set[str] = set() if names else set(project.default or ())
     for name in names:
+        hits = project.resolve(name) if project.resolve else None
+        if hits is not None:
+            if not hits:
+                raise UsageError(f"no targets match {name!r} in {project.path}")
+            wanted.update(hits)
+            continue
         hits = [n for n in project.targets if n == name or n.split(":", 1)[0] == name]
         if not hits and any(c in name for c in "*?["):
             hits = [n for n in project.targets if fnmatch.fnmatchcase(n, name)]

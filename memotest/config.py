@@ -11,6 +11,7 @@ import os
 import re
 import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,12 @@ class Project:
     root: Path
     settings: Settings
     targets: dict[str, Target] = field(default_factory=dict)
+    #: A loader's own names (``//pkg/...``, a test suite, ``test`` for ``make:test``):
+    #: called for each name on the command line, it returns the target names the name
+    #: stands for, or None to leave it to the core's rules (exact name, group, glob).
+    resolve: Callable[[str], list[str] | None] | None = None
+    #: What a build names when it names nothing (None: every target).
+    default: list[str] | None = None
 
 
 def find_targets_file(start: Path) -> Path:

@@ -118,10 +118,17 @@ class Trace:
     loaded: set[str] = field(default_factory=set)
     connects: set[str] = field(default_factory=set)
     processes: list[ProcessInfo] = field(default_factory=list)
-    #: Paths in ``writes`` that did not exist before the tree created them (shim ``N``).
-    created: set[str] = field(default_factory=set)
+    #: Paths the tree changed, mapped to its first change: ``N`` created (did not exist
+    #: before), ``W`` written or ``D`` deleted (existed before). Tells what a directory
+    #: listed by the target held before the target changed it.
+    first_change: dict[str, str] = field(default_factory=dict)
     started_ns: int = 0
     finished_ns: int = 0
+
+    @property
+    def created(self) -> set[str]:
+        """Paths that did not exist before the tree created them."""
+        return {p for p, op in self.first_change.items() if op == "N"}
 
     def as_json(self) -> dict[str, object]:
         """The object ``memotest trace`` prints: exactly the documented keys."""

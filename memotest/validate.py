@@ -156,12 +156,18 @@ def observe(trace: Trace, ignore: Ignore, *, allow_network: bool = False) -> Obs
     return obs
 
 
-def changed_during_run(observed: Kind, now: Fingerprint, started_ns: int) -> str | None:
+def changed_during_run(
+    observed: Kind, now: Fingerprint, started_ns: int, trace: Trace | None = None
+) -> str | None:
     """Why ``now`` (taken right after the run) may not be what the target saw, or None.
     ``observed`` is ABSENT for a failed lookup, LISTING for a listing, FILE otherwise."""
     path = now.path
     if observed is Kind.ABSENT:
-        return None if now.kind is Kind.ABSENT else f"{path} appeared while the target ran"
+        if now.kind is Kind.ABSENT:
+            return None
+        if trace is not None and path in trace.first_change:
+            return f"{path} was created by the target after it looked for it"
+        return f"{path} appeared while the target ran"
     if now.kind is Kind.ABSENT:
         return f"{path} disappeared while the target ran"
     if now.kind is Kind.FILE and now.sig is not None and touched_since(now.sig, started_ns):
@@ -182,17 +188,26 @@ def listing_before_run(
 
     Entries the tree created itself are taken out (the target did not see them; a later
     build will see them and run it again, which is right: its own leftovers are part of
-    the next run's world). Any other entry created or changed during the run by someone
-    else (its ctime is not older than the start) makes the result unusable.
+    the next run's world), and entries it deleted or replaced are put back. Any other
+    entry created or changed during the run by someone else (its ctime is not older than
+    the start) makes the result unusable.
     """
     try:
         names = os.listdir(path)
     except OSError as exc:
         return None, f"directory {path} could not be listed after the run: {exc.strerror}"
-    before = []
+    first = trace.first_change
+    before = [
+        os.path.basename(p)
+        for p, op in first.items()
+        if op == "D"
+        and os.path.dirname(p) == path
+        and not skip(p)
+        and os.path.basename(p) not in names
+    ]
     for name in names:
         entry = os.path.join(path, name)
-        if skip(entry) or entry in trace.created:
+        if skip(entry) or first.get(entry) == "N":
             continue
         if entry not in trace.writes:
             try:
@@ -251,7 +266,7 @@ def make_record(
                 why.append(change)
             inputs.append(fp)
             continue
-        change = changed_during_run(kind, fp, trace.started_ns)
+        change = changed_during_run(kind, fp, trace.started_ns, trace)
         if change:
             why.append(change)
         inputs.append(fp)

@@ -206,7 +206,8 @@ static int dedup_seen(char op, const char *s, size_t n)
 static int op_dedups(char op)
 {
     switch (op) {
-    case 'R': case 'W': case 'S': case 'M': case 'L': case 'D': case 'O': case 'C':
+    case 'R': case 'W': case 'N': case 'S': case 'M': case 'L': case 'D': case 'O':
+    case 'C':
         return 1;
     default:
         return 0;

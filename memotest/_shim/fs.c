@@ -12,11 +12,20 @@
         va_end(ap);                                                            \
     }
 
+/* Before the real call of an open that may create the path (O_CREAT without
+ * O_EXCL): was it absent? Declares `absent_` for OPEN_POST. Plain reads and
+ * O_EXCL opens (success means created) cost nothing. */
+#define OPEN_PRE(dirfd, path, flags)                                           \
+    int absent_ = 0;                                                           \
+    if (SHIM_UNLIKELY(((flags) & (O_CREAT | O_EXCL)) == O_CREAT) &&            \
+        (flags) != -1 && shim_on())                                            \
+        absent_ = shim_absent((dirfd), (path))
+
 #define OPEN_POST(ok, dirfd, path, flags)                                      \
     do {                                                                       \
         if (shim_on()) {                                                       \
             int e_ = errno;                                                    \
-            shim_rec_open((ok), e_, (dirfd), (path), (flags));                 \
+            shim_rec_open((ok), e_, (dirfd), (path), (flags), absent_);        \
             errno = e_;                                                        \
         }                                                                      \
     } while (0)
@@ -36,6 +45,7 @@
 int open(const char *path, int flags, ...)
 {
     OPEN_MODE(flags, flags);
+    OPEN_PRE(AT_FDCWD, path, flags);
     int fd = REAL(open)(path, flags, mode);
     OPEN_POST(fd >= 0, AT_FDCWD, path, flags);
     return fd;
@@ -44,6 +54,7 @@ int open(const char *path, int flags, ...)
 int open64(const char *path, int flags, ...)
 {
     OPEN_MODE(flags, flags);
+    OPEN_PRE(AT_FDCWD, path, flags);
     int fd = REAL(open64)(path, flags, mode);
     OPEN_POST(fd >= 0, AT_FDCWD, path, flags);
     return fd;
@@ -52,6 +63,7 @@ int open64(const char *path, int flags, ...)
 int openat(int dirfd, const char *path, int flags, ...)
 {
     OPEN_MODE(flags, flags);
+    OPEN_PRE(dirfd, path, flags);
     int fd = REAL(openat)(dirfd, path, flags, mode);
     OPEN_POST(fd >= 0, dirfd, path, flags);
     return fd;
@@ -60,6 +72,7 @@ int openat(int dirfd, const char *path, int flags, ...)
 int openat64(int dirfd, const char *path, int flags, ...)
 {
     OPEN_MODE(flags, flags);
+    OPEN_PRE(dirfd, path, flags);
     int fd = REAL(openat64)(dirfd, path, flags, mode);
     OPEN_POST(fd >= 0, dirfd, path, flags);
     return fd;
@@ -67,6 +80,7 @@ int openat64(int dirfd, const char *path, int flags, ...)
 
 int __open_2(const char *path, int flags)
 {
+    OPEN_PRE(AT_FDCWD, path, flags);
     int fd = REAL(__open_2)(path, flags);
     OPEN_POST(fd >= 0, AT_FDCWD, path, flags);
     return fd;
@@ -74,6 +88,7 @@ int __open_2(const char *path, int flags)
 
 int __open64_2(const char *path, int flags)
 {
+    OPEN_PRE(AT_FDCWD, path, flags);
     int fd = REAL(__open64_2)(path, flags);
     OPEN_POST(fd >= 0, AT_FDCWD, path, flags);
     return fd;
@@ -81,6 +96,7 @@ int __open64_2(const char *path, int flags)
 
 int __openat_2(int dirfd, const char *path, int flags)
 {
+    OPEN_PRE(dirfd, path, flags);
     int fd = REAL(__openat_2)(dirfd, path, flags);
     OPEN_POST(fd >= 0, dirfd, path, flags);
     return fd;
@@ -88,6 +104,7 @@ int __openat_2(int dirfd, const char *path, int flags)
 
 int __openat64_2(int dirfd, const char *path, int flags)
 {
+    OPEN_PRE(dirfd, path, flags);
     int fd = REAL(__openat64_2)(dirfd, path, flags);
     OPEN_POST(fd >= 0, dirfd, path, flags);
     return fd;
@@ -95,6 +112,7 @@ int __openat64_2(int dirfd, const char *path, int flags)
 
 int creat(const char *path, mode_t mode)
 {
+    OPEN_PRE(AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC);
     int fd = REAL(creat)(path, mode);
     OPEN_POST(fd >= 0, AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC);
     return fd;
@@ -102,6 +120,7 @@ int creat(const char *path, mode_t mode)
 
 int creat64(const char *path, mode_t mode)
 {
+    OPEN_PRE(AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC);
     int fd = REAL(creat64)(path, mode);
     OPEN_POST(fd >= 0, AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC);
     return fd;
@@ -109,29 +128,37 @@ int creat64(const char *path, mode_t mode)
 
 FILE *fopen(const char *path, const char *mode)
 {
+    int flags = shim_fopen_flags(mode);
+    OPEN_PRE(AT_FDCWD, path, flags);
     FILE *f = REAL(fopen)(path, mode);
-    OPEN_POST(f != NULL, AT_FDCWD, path, shim_fopen_flags(mode));
+    OPEN_POST(f != NULL, AT_FDCWD, path, flags);
     return f;
 }
 
 FILE *fopen64(const char *path, const char *mode)
 {
+    int flags = shim_fopen_flags(mode);
+    OPEN_PRE(AT_FDCWD, path, flags);
     FILE *f = REAL(fopen64)(path, mode);
-    OPEN_POST(f != NULL, AT_FDCWD, path, shim_fopen_flags(mode));
+    OPEN_POST(f != NULL, AT_FDCWD, path, flags);
     return f;
 }
 
 FILE *freopen(const char *path, const char *mode, FILE *stream)
 {
+    int flags = shim_fopen_flags(mode);
+    OPEN_PRE(AT_FDCWD, path, flags);
     FILE *f = REAL(freopen)(path, mode, stream);
-    OPEN_POST(f != NULL, AT_FDCWD, path, shim_fopen_flags(mode)); /* NULL path: nothing */
+    OPEN_POST(f != NULL, AT_FDCWD, path, flags); /* NULL path: nothing */
     return f;
 }
 
 FILE *freopen64(const char *path, const char *mode, FILE *stream)
 {
+    int flags = shim_fopen_flags(mode);
+    OPEN_PRE(AT_FDCWD, path, flags);
     FILE *f = REAL(freopen64)(path, mode, stream);
-    OPEN_POST(f != NULL, AT_FDCWD, path, shim_fopen_flags(mode));
+    OPEN_POST(f != NULL, AT_FDCWD, path, flags);
     return f;
 }
 
@@ -396,14 +423,25 @@ ssize_t getdents64(int fd, void *buf, size_t len)
 
 /* -------------------------------------------------- rename, unlink, mkdir */
 
+/* Whether a rename made its destination's entry is known before the call:
+ * RENAME_NOREPLACE succeeds only by making it, RENAME_EXCHANGE never makes it,
+ * otherwise it was made if it was absent just before (rename_pre). */
+static int rename_pre(int newdirfd, const char *newpath, unsigned flags)
+{
+    if ((flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)) || !shim_on())
+        return 0;
+    return shim_absent(newdirfd, newpath);
+}
+
 static void rename_post(int r, int olddirfd, const char *oldpath, int newdirfd,
-                        const char *newpath, unsigned flags)
+                        const char *newpath, unsigned flags, int absent)
 {
     int e = errno;
     if (r == 0) {
         /* RENAME_EXCHANGE swaps two files that both stay. */
+        int made = !(flags & RENAME_EXCHANGE) && ((flags & RENAME_NOREPLACE) || absent);
         shim_rec((flags & RENAME_EXCHANGE) ? 'W' : 'D', olddirfd, oldpath);
-        shim_rec('W', newdirfd, newpath);
+        shim_rec(made ? 'N' : 'W', newdirfd, newpath);
     } else if (e == EEXIST || e == ENOTEMPTY) {
         shim_rec('S', olddirfd, oldpath);
         shim_rec('S', newdirfd, newpath);
@@ -415,26 +453,29 @@ static void rename_post(int r, int olddirfd, const char *oldpath, int newdirfd,
 
 int rename(const char *oldpath, const char *newpath)
 {
+    int absent = rename_pre(AT_FDCWD, newpath, 0);
     int r = REAL(rename)(oldpath, newpath);
     if (shim_on())
-        rename_post(r, AT_FDCWD, oldpath, AT_FDCWD, newpath, 0);
+        rename_post(r, AT_FDCWD, oldpath, AT_FDCWD, newpath, 0, absent);
     return r;
 }
 
 int renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath)
 {
+    int absent = rename_pre(newdirfd, newpath, 0);
     int r = REAL(renameat)(olddirfd, oldpath, newdirfd, newpath);
     if (shim_on())
-        rename_post(r, olddirfd, oldpath, newdirfd, newpath, 0);
+        rename_post(r, olddirfd, oldpath, newdirfd, newpath, 0, absent);
     return r;
 }
 
 int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
               unsigned int flags)
 {
+    int absent = rename_pre(newdirfd, newpath, flags);
     int r = REAL(renameat2)(olddirfd, oldpath, newdirfd, newpath, flags);
     if (shim_on())
-        rename_post(r, olddirfd, oldpath, newdirfd, newpath, flags);
+        rename_post(r, olddirfd, oldpath, newdirfd, newpath, flags, absent);
     return r;
 }
 
@@ -469,14 +510,14 @@ int rmdir(const char *path)
 int mkdir(const char *path, mode_t mode)
 {
     int r = REAL(mkdir)(path, mode);
-    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    SHIM_LOOKUP(r == 0, 'N', AT_FDCWD, path);
     return r;
 }
 
 int mkdirat(int dirfd, const char *path, mode_t mode)
 {
     int r = REAL(mkdirat)(dirfd, path, mode);
-    SHIM_LOOKUP(r == 0, 'W', dirfd, path);
+    SHIM_LOOKUP(r == 0, 'N', dirfd, path);
     return r;
 }
 
@@ -492,7 +533,7 @@ static void link_post(int r, int olddirfd, const char *oldpath, int newdirfd,
             shim_rec_fd('R', olddirfd);
         else
             shim_rec('R', olddirfd, oldpath);
-        shim_rec('W', newdirfd, newpath);
+        shim_rec('N', newdirfd, newpath); /* link(2) never replaces an entry */
     } else if (e == EEXIST) {
         shim_rec('S', newdirfd, newpath);
     } else {
@@ -523,14 +564,14 @@ int linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
 int symlink(const char *target, const char *linkpath)
 {
     int r = REAL(symlink)(target, linkpath);
-    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, linkpath);
+    SHIM_LOOKUP(r == 0, 'N', AT_FDCWD, linkpath);
     return r;
 }
 
 int symlinkat(const char *target, int newdirfd, const char *linkpath)
 {
     int r = REAL(symlinkat)(target, newdirfd, linkpath);
-    SHIM_LOOKUP(r == 0, 'W', newdirfd, linkpath);
+    SHIM_LOOKUP(r == 0, 'N', newdirfd, linkpath);
     return r;
 }
 
@@ -550,7 +591,7 @@ int truncate64(const char *path, off64_t length)
     return r;
 }
 
-/* Success: `W` of the file made from the template. A missing directory:
+/* Success: `N` of the file made from the template. A missing directory:
  * `M` of that directory. */
 static void tmpl_post(int ok, const char *tmpl)
 {
@@ -559,7 +600,7 @@ static void tmpl_post(int ok, const char *tmpl)
     if (tmpl == NULL || tmpl[0] == '\0')
         return;
     if (ok) {
-        shim_rec('W', AT_FDCWD, tmpl);
+        shim_rec('N', AT_FDCWD, tmpl);
     } else if ((e == ENOENT || e == ENOTDIR) && shim_abspath(AT_FDCWD, tmpl, abs) == 0) {
         slash = strrchr(abs, '/');
         if (slash == abs)
@@ -697,28 +738,28 @@ int utime(const char *path, const struct utimbuf *times)
 int mkfifo(const char *path, mode_t mode)
 {
     int r = REAL(mkfifo)(path, mode);
-    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    SHIM_LOOKUP(r == 0, 'N', AT_FDCWD, path);
     return r;
 }
 
 int mkfifoat(int dirfd, const char *path, mode_t mode)
 {
     int r = REAL(mkfifoat)(dirfd, path, mode);
-    SHIM_LOOKUP(r == 0, 'W', dirfd, path);
+    SHIM_LOOKUP(r == 0, 'N', dirfd, path);
     return r;
 }
 
 int mknod(const char *path, mode_t mode, dev_t dev)
 {
     int r = REAL(mknod)(path, mode, dev);
-    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    SHIM_LOOKUP(r == 0, 'N', AT_FDCWD, path);
     return r;
 }
 
 int mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
 {
     int r = REAL(mknodat)(dirfd, path, mode, dev);
-    SHIM_LOOKUP(r == 0, 'W', dirfd, path);
+    SHIM_LOOKUP(r == 0, 'N', dirfd, path);
     return r;
 }
 

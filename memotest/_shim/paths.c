@@ -176,10 +176,28 @@ void shim_rec_res(int ok, int err, char okop, int dirfd, const char *path)
     }
 }
 
-void shim_rec_open(int ok, int err, int dirfd, const char *path, int flags)
+int shim_absent(int dirfd, const char *path)
+{
+    struct stat st;
+    int saved = errno, absent;
+    long r;
+
+    if (path == NULL || path[0] == '\0')
+        return 0;
+#ifdef SYS_newfstatat
+    r = syscall(SYS_newfstatat, dirfd, path, &st, AT_SYMLINK_NOFOLLOW);
+#else
+    r = syscall(SYS_fstatat64, dirfd, path, &st, AT_SYMLINK_NOFOLLOW);
+#endif
+    absent = r != 0 && errno == ENOENT;
+    errno = saved;
+    return absent;
+}
+
+void shim_rec_open(int ok, int err, int dirfd, const char *path, int flags, int absent)
 {
     char abs[SHIM_PATHBUF];
-    int acc = flags & O_ACCMODE, rd, wr;
+    int acc = flags & O_ACCMODE, rd, wr, created;
 
     if (path == NULL || path[0] == '\0' || flags == -1)
         return;
@@ -190,12 +208,15 @@ void shim_rec_open(int ok, int err, int dirfd, const char *path, int flags)
     }
     rd = (acc == O_RDONLY || acc == O_RDWR || acc == O_ACCMODE) && !(flags & O_TRUNC);
     wr = acc != O_RDONLY || (flags & (O_CREAT | O_TRUNC));
+    /* O_CREAT|O_EXCL succeeds only by making the entry; plain O_CREAT made it
+     * if the path was absent just before. */
+    created = (flags & O_CREAT) && ((flags & O_EXCL) || absent);
     if (shim_abspath(dirfd, path, abs) != 0)
         return;
     if (rd)
         shim_emit_path((flags & O_DIRECTORY) ? 'S' : 'R', abs);
     if (wr)
-        shim_emit_path('W', abs);
+        shim_emit_path(created ? 'N' : 'W', abs);
 }
 
 int shim_fopen_flags(const char *mode)

@@ -161,7 +161,7 @@ static inline pid_t shim_getppid(void) { return (pid_t)syscall(SYS_getppid); }
 int shim_raw_stat(const char *path, struct stat *st) SHIM_HIDDEN; /* 0 or errno */
 
 /* ---- records (core.c) */
-/* Write one record: OP PID ':' COUNT NUL FIELD{COUNT}. Dedups R W S M L D O C.
+/* Write one record: OP PID ':' COUNT NUL FIELD{COUNT}. Dedups R W N S M L D O C.
  * pid 0 means this process (looked up only if the record is written). */
 void shim_emit(char op, pid_t pid, int nfields, const char *const *fields) SHIM_HIDDEN;
 /* One-field record of an already absolute, normalized path, for this pid. */
@@ -193,8 +193,15 @@ void shim_rec_fd(char op, int fd) SHIM_HIDDEN;
  * errors that looked nothing up (EBADF, EFAULT, EINVAL, ...) -> nothing;
  * any other failure -> S (the path exists in some form). */
 void shim_rec_res(int ok, int err, char okop, int dirfd, const char *path) SHIM_HIDDEN;
-/* Record an open(2)-style call from its flags and outcome. */
-void shim_rec_open(int ok, int err, int dirfd, const char *path, int flags) SHIM_HIDDEN;
+/* Record an open(2)-style call from its flags and outcome. `absent` is what
+ * shim_absent said just before the call (0 if it was not asked): an O_CREAT
+ * open that succeeded writes `N` instead of `W` when it made the entry. */
+void shim_rec_open(int ok, int err, int dirfd, const char *path, int flags,
+                   int absent) SHIM_HIDDEN;
+/* 1 if (dirfd, path) has no directory entry right now (a raw fstatat with
+ * AT_SYMLINK_NOFOLLOW answers ENOENT); 0 otherwise, also for a NULL or empty
+ * path. errno is preserved. Called before a call that may create the entry. */
+int shim_absent(int dirfd, const char *path) SHIM_HIDDEN;
 int shim_fopen_flags(const char *mode) SHIM_HIDDEN;
 
 /* Records the common wrapper shape: real call done, `ok` computed. */

@@ -44,8 +44,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def show(args: argparse.Namespace) -> int:
     project = load_project(args)
     if args.target not in project.targets:
-        select(project, [args.target])  # raises the usual unknown-target error
-        raise UsageError(f"show: name one target, not a group: {args.target}")
+        hits = [t.name for t in select(project, [args.target])]  # unknown: the usual error
+        if len(hits) != 1:
+            raise UsageError(f"show: name one target, not a group: {args.target}")
+        args.target = hits[0]
     with open_store(project, lock=False) as store:
         rec = store.get(args.target)
         if rec is None:

@@ -84,12 +84,8 @@ def build_trace(
             path = clean(ev.path)
             if path is not None:
                 changed.add(path)
-                if op == "D":
-                    trace.deleted.add(path)
-                else:
-                    trace.writes.add(path)
-                    if op == "N":
-                        trace.created.add(path)
+                trace.first_change.setdefault(path, op)
+                (trace.deleted if op == "D" else trace.writes).add(path)
         elif op == "L":
             path = clean(ev.path)
             if path is not None:

@@ -65,7 +65,8 @@ def memotest_load_targets(request: LoadRequest) -> Project | None:
             return None
         path = found
     project, defaults = load(path)
-    select_names(project, request, defaults)
+    project.default = defaults
+    project.resolve = lambda name: resolve(project, name)
     return project
 
 
@@ -134,32 +135,11 @@ def default_names(db: database.Database, targets: dict[str, Target]) -> list[str
     return []
 
 
-def select_names(project: Project, request: LoadRequest, defaults: list[str]) -> None:
-    """Lets ``memotest build test`` mean ``make:test``, and a build without names mean the
-    default targets (see the module docstring).
-
-    The core selects targets by exact name, ``group:`` prefix or glob; it has no hook for
-    a loader's own names yet, so the names asked for are rewritten in ``request.options``
-    (read by ``build``/``explain``/``show`` after loading). Unknown names are left alone
-    for the core's "unknown target" error.
-    """
-    options = request.options
-    names = getattr(options, "targets", None)
-    if isinstance(names, list):
-        if names:
-            options.targets = [resolve(project, n) for n in names]
-        else:
-            keep = closure(project, defaults)
-            project.targets = {n: t for n, t in project.targets.items() if n in keep}
-    one = getattr(options, "target", None)
-    if isinstance(one, str):
-        options.target = resolve(project, one)
-
-
-def resolve(project: Project, name: str) -> str:
+def resolve(project: Project, name: str) -> list[str] | None:
+    """``test`` stands for ``make:test``; other names are left to the core."""
     if name in project.targets or (PREFIX + name) not in project.targets:
-        return name
-    return PREFIX + name
+        return None
+    return [PREFIX + name]
 
 
 def closure(project: Project, names: list[str]) -> set[str]:

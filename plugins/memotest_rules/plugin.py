@@ -25,10 +25,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from memotest.config import Project, Settings
-from memotest.errors import ConfigError, UsageError
+from memotest.errors import ConfigError
 from memotest.hookspecs import hookimpl
 from memotest.model import SourceLocation, Target
 from memotest.plugins import LoadRequest
@@ -68,7 +67,9 @@ def memotest_load_targets(request: LoadRequest) -> Project | None:
         root, marker = found
     workspace = Workspace(root.resolve())
     project = Project(marker.resolve(), root.resolve(), Settings(), {})
-    project.targets = workspace.select(request.options)
+    project.targets = {label: t.target for label, t in workspace.tests.items()}
+    project.default = [label for label, t in workspace.tests.items() if not t.manual]
+    project.resolve = workspace.expand
     return project
 
 
@@ -334,34 +335,3 @@ class Workspace:
             if short in self.tests or short in self.suites:
                 return self.expand(short)
         return None
-
-    def select(self, options: Any) -> dict[str, Target]:
-        """The project's targets for the names on the command line.
-
-        Manual tests are left out unless named exactly or listed by a named test_suite.
-        The core selects by exact name, ``group:`` prefix or glob and has no hook for a
-        loader's own patterns yet, so names this loader understands (``//pkg/...``,
-        ``//pkg:all``, suites) are rewritten in ``options.targets`` into the labels they
-        stand for; other names are left for the core (and its unknown-target error).
-        """
-        names = getattr(options, "targets", None)
-        chosen: set[str] = set()
-        if isinstance(names, list) and names:
-            rewritten: list[str] = []
-            for name in names:
-                labels = self.expand(name)
-                if labels is None:
-                    rewritten.append(name)
-                    continue
-                if not labels:
-                    raise UsageError(
-                        f"no test targets match {name!r} (manual tests are only built when named)"
-                    )
-                rewritten += labels
-                chosen.update(labels)
-            options.targets = list(dict.fromkeys(rewritten))
-        elif names is None:  # not a build (show, list): every test
-            chosen = set(self.tests)
-        return {
-            label: t.target for label, t in self.tests.items() if not t.manual or label in chosen
-        }

@@ -1,0 +1,224 @@
+"""The ``memotest`` plugin of the tox adapter (entry point ``tox`` in group ``memotest``).
+
+Two jobs:
+
+1. **Installation churn is not an input** (:func:`memotest_fingerprint`). tox re-installs
+   a project into its env on every run (``pip install --force-reinstall``). The installed
+   files come out content-identical, except two: the distribution's ``direct_url.json``
+   records the URL of the package tox just built, in a per-run numbered staging folder
+   (``.tox/.tmp/package/3/demo-0.1.tar.gz``), and the sha256 of that archive, which differs
+   on every build because an sdist's gzip header holds the build time; and ``RECORD``,
+   which holds the hash of ``direct_url.json``. Anything that lists installed
+   distributions' files (pytest does, for plugins) reads them. Their fingerprints leave
+   the noise out: the slot number and the archive hash in ``direct_url.json``, the
+   ``direct_url.json`` line in ``RECORD``. Everything else in them still counts, and the
+   installed files themselves are fingerprinted as usual, so a changed dependency or
+   changed project code still re-runs the commands.
+
+2. **Loading tox envs as targets** (:func:`memotest_load_targets`): ``memotest build
+   --from tox`` (or ``-f tox.ini``) makes one target per env of ``env_list``, named like
+   the env, running ``python -m tox -c FILE -e NAME --no-memotest`` in the config file's
+   folder, with the env's ``depends`` (among listed envs) as ``needs``. The whole tox run
+   is traced: an env that installs packages talks to the network and deletes files it did
+   not create, so it is never cached this way (the reason is shown); ``skip_install``
+   envs are. For installing envs prefer plain ``tox``, which memoizes the commands only.
+   A config file tox cannot read is a configuration error naming the file and the line
+   (exit 2); nothing runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import xxhash
+
+from memotest.config import Project, Settings
+from memotest.errors import ConfigError
+from memotest.hookspecs import hookimpl
+from memotest.model import SourceLocation, Target
+from memotest.plugins import LoadRequest
+
+NAME = "tox"
+#: tox's per-run numbered package staging folder, in a ``direct_url.json`` URL.
+STAGING = re.compile(r"/\.tmp/package/\d+/")
+CONFIG_NAMES = ("tox.ini", "tox.toml")
+LIST_TIMEOUT = 120.0
+
+
+# -- 1. installation churn ------------------------------------------------------------
+
+
+def _staged_url(direct_url: dict[str, Any]) -> bool:
+    url = direct_url.get("url")
+    return isinstance(url, str) and STAGING.search(url) is not None
+
+
+def _read_direct_url(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, "rb") as f:
+            data = json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+@hookimpl
+def memotest_fingerprint(path: str) -> str | None:
+    """Fingerprints of ``direct_url.json`` and ``RECORD`` of a distribution tox installed
+    from its staging folder, without the per-run noise; None for every other file."""
+    parent, _, name = path.rpartition("/")
+    if not parent.endswith(".dist-info") or name not in ("direct_url.json", "RECORD"):
+        return None
+    direct = _read_direct_url(f"{parent}/direct_url.json")
+    if direct is None or not _staged_url(direct):
+        return None
+    if name == "direct_url.json":
+        direct["url"] = STAGING.sub("/.tmp/package/N/", direct["url"])
+        archive = direct.get("archive_info")
+        if isinstance(archive, dict):
+            archive.pop("hash", None)
+            archive.pop("hashes", None)
+        body = json.dumps(direct, sort_keys=True).encode()
+    else:
+        try:
+            with open(path, "rb") as f:
+                lines = f.read().splitlines(keepends=True)
+        except OSError:
+            return None
+        mark = os.path.basename(parent).encode() + b"/direct_url.json,"
+        body = b"".join(mark + b",\n" if line.startswith(mark) else line for line in lines)
+    return "memotest-tox-1:" + xxhash.xxh3_128_hexdigest(body)
+
+
+# -- 2. tox envs as targets -----------------------------------------------------------
+
+
+def _is_tox_file(path: Path) -> bool:
+    return path.name in CONFIG_NAMES
+
+
+@hookimpl
+def memotest_load_targets(request: LoadRequest) -> Project | None:
+    if request.source not in (None, NAME):
+        return None
+    if request.path is None:
+        if request.source != NAME:
+            return None  # no auto-detection: a tox.ini alone does not make a memotest project
+        path = _find_config(request.cwd)
+    elif request.source == NAME or _is_tox_file(request.path):
+        path = request.path
+    else:
+        return None
+    path = path.resolve()
+    if not path.is_file():
+        raise ConfigError(f"{NAME}: {path}: no such file")
+    listed = list_envs(path)
+    root = Path(listed.get("root") or path.parent)
+    targets: dict[str, Target] = {}
+    envs = listed["envs"]
+    text = _text(path)
+    for env in envs:
+        depends = [d for d in listed.get("depends", {}).get(env, []) if d in envs and d != env]
+        targets[env] = Target(
+            name=env,
+            command=(sys.executable, "-m", "tox", "-c", str(path), "-e", env, "--no-memotest"),
+            cwd=str(path.parent),
+            needs=tuple(depends),
+            source=SourceLocation(str(path), _env_line(text, env)),
+        )
+    if not targets:
+        raise ConfigError(f"{NAME}: {path}: env_list names no environment (add env_list = ...)")
+    return Project(path, root if root.is_dir() else path.parent, Settings(), targets)
+
+
+def _find_config(start: Path) -> Path:
+    for folder in (start, *start.parents):
+        for name in CONFIG_NAMES:
+            if (folder / name).is_file():
+                return folder / name
+    raise ConfigError(f"{NAME}: no tox.ini or tox.toml in {start} or any parent folder")
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _env_line(text: str, env: str) -> int | None:
+    """The line of the env's own section (``[testenv:NAME]``, ``[env.NAME]``), if any."""
+    pattern = re.compile(
+        r"^\s*\[\s*(?:testenv:" + re.escape(env) + r"|env\.\"?" + re.escape(env) + r"\"?)\s*\]",
+        re.M,
+    )
+    m = pattern.search(text)
+    return text.count("\n", 0, m.start()) + 1 if m else None
+
+
+_LIST_SCRIPT = """
+import json, sys
+from tox.config.cli.parse import get_options
+from tox.session.state import State
+path = sys.argv[1]
+args = ["-c", path, "l"]
+try:
+    state = State(get_options(*args), args)
+    envs = list(state.envs.iter(only_active=True))
+    depends = {}
+    for env in envs:
+        try:
+            depends[env] = list(state.envs[env].conf["depends"].envs)
+        except Exception:
+            depends[env] = []
+    out = {"envs": envs, "depends": depends, "root": str(state.conf.core["tox_root"])}
+except BaseException as exc:
+    out = {"error": f"{type(exc).__name__}: {exc}"}
+sys.stdout.write("\\n@@memotest-tox@@" + json.dumps(out))
+"""
+
+
+def list_envs(path: Path) -> dict[str, Any]:
+    """The env list of a tox config file, read by tox itself in a separate process (so
+    tox's logging setup stays out of memotest's). Raises :class:`ConfigError` naming the
+    file and, where tox says it, the line."""
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", _LIST_SCRIPT, str(path)],
+            cwd=path.parent,
+            capture_output=True,
+            text=True,
+            timeout=LIST_TIMEOUT,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ConfigError(f"{NAME}: {path}: could not run tox to read it: {exc}") from None
+    _, sep, payload = proc.stdout.rpartition("@@memotest-tox@@")
+    try:
+        data = json.loads(payload) if sep else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        detail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        raise ConfigError(
+            f"{NAME}: {path}: tox could not read it" + (f": {detail[-1]}" if detail else "")
+        )
+    if "error" in data:
+        raise ConfigError(_config_message(path, str(data["error"])))
+    return data
+
+
+def _config_message(path: Path, error: str) -> str:
+    """``tox: FILE:LINE: what tox said`` from one of tox's config errors."""
+    m = re.search(r"\[line\s+(\d+)\]", error) or re.search(r"line (\d+)", error)
+    where = f"{path}:{m.group(1)}" if m else str(path)
+    text = error.split("| ", 1)[-1]
+    text = re.sub(r"^\w+: ", "", text)  # the exception's class name
+    text = text.replace(f"'{path}'", "").replace(str(path), "").replace("\n\t", " ")
+    text = re.sub(r"\s+", " ", text.replace("\\n'", "'")).strip(" :")
+    return f"{NAME}: {where}: cannot read the tox configuration: {text}"

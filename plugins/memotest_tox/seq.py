@@ -1,0 +1,184 @@
+"""Runs a tox env's original commands in sequence, with tox's semantics.
+
+This is the program memotest traces for a tox env: ``python -I -m memotest_tox.seq JSON``.
+The JSON argument (part of the target's definition, so part of its key) holds the env name,
+the command sets (``commands_pre``, ``commands``, ``commands_post``), ``ignore_errors``,
+``commands_retry`` and the names of the *unkeyed* variables. It behaves as tox's
+``run_commands``:
+
+- ``commands_pre`` run first; ``commands`` run only if they passed (or ``ignore_errors``);
+  ``commands_post`` always run; the exit code is the first non-zero one of the three sets.
+- In a set, the first failing command ends the set, unless it is ``-``-prefixed (its
+  exit code is ignored) or ``ignore_errors`` is set (the set goes on and remembers the
+  first failure). A ``!``-prefixed command passes when it fails. A failing command is
+  tried again up to ``commands_retry`` times.
+- The executable is looked up on the env's ``PATH`` (relative entries from the cwd) and run
+  by its full path, as tox does; one that cannot be started fails with its ``errno``.
+
+Unkeyed variables: tox gives commands a few variables whose values change from one tox
+invocation to the next without changing what the commands do (the random
+``PYTHONHASHSEED``, the terminal size, the numbered path of the built package). memotest
+passes commands only the variables that are part of the key, so these are left out of the
+environment this program gets; it reads their values from the environment of its parent,
+``memotest_tox.exec`` (which has exactly tox's environment), through
+``/proc/PPID/environ``, which the tracer never counts as an input, and hands them on.
+
+Keep the imports to the standard library: everything imported here is an input of every
+tox env's record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+SETS = ("commands_pre", "commands", "commands_post")
+EXEC_MODULE = "memotest_tox.exec"
+
+
+def say(text: str) -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def parent_environ(names: Sequence[str]) -> dict[str, str]:
+    """The values of ``names`` in the environment of our parent, when the parent is
+    ``memotest_tox.exec`` (otherwise nothing: the variables stay unset)."""
+    if not names:
+        return {}
+    ppid = os.getppid()
+    try:
+        with open(f"/proc/{ppid}/cmdline", "rb") as f:
+            cmdline = f.read().split(b"\0")
+        if EXEC_MODULE.encode() not in cmdline:
+            return {}
+        with open(f"/proc/{ppid}/environ", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return {}
+    wanted = set(names)
+    out: dict[str, str] = {}
+    for item in raw.split(b"\0"):
+        name, sep, value = item.partition(b"=")
+        if sep and os.fsdecode(name) in wanted:
+            out[os.fsdecode(name)] = os.fsdecode(value)
+    return out
+
+
+def shebang(exe: str) -> list[str] | None:
+    """The interpreter line of a script, as tox's ``TOX_LIMITED_SHEBANG`` uses it."""
+    try:
+        with open(exe, "rb") as f:
+            if f.read(2) != b"#!":
+                return None
+            line = f.readline()
+    except OSError:
+        return None
+    try:
+        text = line.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return None
+    return text.split() or None
+
+
+def resolve(args: list[str], cwd: str, env: Mapping[str, str]) -> list[str]:
+    """``args`` with the executable replaced by the file tox would run."""
+    base = args[0]
+    lookup = os.path.join(cwd, base) if os.sep in base else base
+    path = os.pathsep.join(os.path.join(cwd, p) for p in env.get("PATH", "").split(os.pathsep))
+    exe = shutil.which(lookup, path=path)
+    if exe is None:
+        return list(args)
+    cmd = [exe]
+    if env.get("TOX_LIMITED_SHEBANG", "").strip():
+        cmd = [*(shebang(exe) or []), exe]
+    return [*cmd, *args[1:]]
+
+
+def run_one(args: list[str], cwd: str, env: Mapping[str, str]) -> tuple[int, bool]:
+    """Runs one command; returns its exit code (as a shell reports a signal: 128 + N) and
+    whether it could be started at all."""
+    try:
+        proc = subprocess.Popen(resolve(args, cwd, env), cwd=cwd, env=dict(env))
+    except OSError as exc:
+        say(f"Exception running subprocess {exc}")
+        return exc.errno or 1, False
+    try:
+        code = proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        proc.wait()
+        raise
+    return (128 - code if code < 0 else code), True
+
+
+def run_set(
+    spec: Mapping[str, Any], key: str, cwd: str, env: Mapping[str, str], ignore_errors: bool
+) -> int:
+    """tox's ``run_command_set``: the set's exit code."""
+    exit_code = 0
+    label = spec["env"]
+    retry = int(spec.get("retry", 0))
+    for at, cmd in enumerate(spec["sets"].get(key, [])):
+        attempts = 1 if cmd["ignore_exit_code"] else retry + 1
+        shown = cmd.get("show") or shlex.join(cmd["args"])
+        for attempt in range(1, attempts + 1):
+            say(f"{label}: {key}[{at}]> {shown}")
+            started = time.monotonic()
+            code, ran = run_one(cmd["args"], cwd, env)
+            passed = (ran and code != 0) if cmd["invert_exit_code"] else code == 0
+            if passed:
+                break
+            fail = code or 1  # a "!" command that exited 0 fails with 1, as in tox
+            took = time.monotonic() - started
+            say(f"{label}: exit {code} ({took:.2f} seconds) {cwd}> {shown}")
+            if cmd["ignore_exit_code"]:
+                say("command failed but is marked ignore outcome so handling it as success")
+                break
+            if attempt < attempts:
+                say(f"command failed (attempt {attempt} of {attempts}), retrying ...: {shown}")
+                continue
+            if ignore_errors:
+                exit_code = exit_code or fail
+                break
+            return fail
+    return exit_code
+
+
+def run(spec: Mapping[str, Any], cwd: str, env: Mapping[str, str]) -> int:
+    """tox's ``run_commands`` for the three sets; the env's exit code."""
+    ignore_errors = bool(spec.get("ignore_errors", False))
+    status_pre = run_set(spec, "commands_pre", cwd, env, ignore_errors)
+    status_main = 0
+    try:
+        if status_pre == 0 or ignore_errors:
+            status_main = run_set(spec, "commands", cwd, env, ignore_errors)
+    finally:
+        status_post = run_set(spec, "commands_post", cwd, env, ignore_errors)
+    return status_pre or status_main or status_post
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) != 1:
+        print("usage: python -m memotest_tox.seq SPEC_JSON", file=sys.stderr)
+        return 2
+    spec = json.loads(argv[0])
+    env = dict(os.environ)
+    env.update(parent_environ(spec.get("unkeyed", [])))
+    try:
+        code = run(spec, os.getcwd(), env)
+    except KeyboardInterrupt:
+        return 130
+    return code if 0 <= code < 256 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
