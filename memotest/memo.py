@@ -46,13 +46,16 @@ def run_memoized(
     root: Path,
     settings: Settings | None = None,
     environ: Mapping[str, str] | None = None,
+    unkeyed_env: Mapping[str, str] | None = None,
     force: bool = False,
 ) -> MemoResult:
     """Runs ``target`` unless its record in ``root/.memotest`` still holds.
 
     ``environ`` is the environment the command would get (default: ``os.environ``); the
     variables matching ``settings.pass_env`` are passed and are part of the key, plus the
-    target's own ``env``.
+    target's own ``env``. ``unkeyed_env`` is passed to the command without being part of
+    the key: only for values that change from one invocation to the next without
+    changing what the command does (a terminal's width, a random seed the tool picks).
     """
     settings = settings or Settings()
     environ = os.environ if environ is None else environ
@@ -67,7 +70,9 @@ def run_memoized(
                 store.restore_file(digest, os.path.join(target.cwd, rel))
             log = store.read_blob(rec.log_digest) if rec.log_digest else b""
             return MemoResult(target.name, rec.status, rec.exit_code, True, log, rec.duration)
-    outcome = Runner().run(target, keymod.run_environ(target, settings, environ))
+    env = keymod.run_environ(target, settings, environ)
+    env.update(unkeyed_env or {})
+    outcome = Runner().run(target, env)
     result = MemoResult(
         target.name,
         outcome.status,

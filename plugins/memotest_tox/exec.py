@@ -75,7 +75,6 @@ def seq_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         "sets": spec["sets"],
         "ignore_errors": spec["ignore_errors"],
         "retry": spec["retry"],
-        "unkeyed": unkeyed(spec),
     }
 
 
@@ -121,6 +120,7 @@ def memoized(spec: Mapping[str, Any], environ: dict[str, str]) -> int:
             root=Path(spec["root"]),
             settings=settings,
             environ=environ,
+            unkeyed_env={k: environ[k] for k in unkeyed(spec) if k in environ},
             force=bool(spec.get("force")),
         )
     except KeyboardInterrupt:

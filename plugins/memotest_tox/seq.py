@@ -3,7 +3,7 @@
 This is the program memotest traces for a tox env: ``python -I -m memotest_tox.seq JSON``.
 The JSON argument (part of the target's definition, so part of its key) holds the env name,
 the command sets (``commands_pre``, ``commands``, ``commands_post``), ``ignore_errors``,
-``commands_retry`` and the names of the *unkeyed* variables. It behaves as tox's
+``commands_retry``. It behaves as tox's
 ``run_commands``:
 
 - ``commands_pre`` run first; ``commands`` run only if they passed (or ``ignore_errors``);
@@ -15,13 +15,9 @@ the command sets (``commands_pre``, ``commands``, ``commands_post``), ``ignore_e
 - The executable is looked up on the env's ``PATH`` (relative entries from the cwd) and run
   by its full path, as tox does; one that cannot be started fails with its ``errno``.
 
-Unkeyed variables: tox gives commands a few variables whose values change from one tox
-invocation to the next without changing what the commands do (the random
-``PYTHONHASHSEED``, the terminal size, the numbered path of the built package). memotest
-passes commands only the variables that are part of the key, so these are left out of the
-environment this program gets; it reads their values from the environment of its parent,
-``memotest_tox.exec`` (which has exactly tox's environment), through
-``/proc/PPID/environ``, which the tracer never counts as an input, and hands them on.
+Unkeyed variables (the random ``PYTHONHASHSEED``, the terminal size, the numbered path of
+the built package) reach this program through ``run_memoized``'s ``unkeyed_env``: passed,
+not part of the key.
 
 Keep the imports to the standard library: everything imported here is an input of every
 tox env's record.
@@ -46,30 +42,6 @@ EXEC_MODULE = "memotest_tox.exec"
 def say(text: str) -> None:
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
-
-
-def parent_environ(names: Sequence[str]) -> dict[str, str]:
-    """The values of ``names`` in the environment of our parent, when the parent is
-    ``memotest_tox.exec`` (otherwise nothing: the variables stay unset)."""
-    if not names:
-        return {}
-    ppid = os.getppid()
-    try:
-        with open(f"/proc/{ppid}/cmdline", "rb") as f:
-            cmdline = f.read().split(b"\0")
-        if EXEC_MODULE.encode() not in cmdline:
-            return {}
-        with open(f"/proc/{ppid}/environ", "rb") as f:
-            raw = f.read()
-    except OSError:
-        return {}
-    wanted = set(names)
-    out: dict[str, str] = {}
-    for item in raw.split(b"\0"):
-        name, sep, value = item.partition(b"=")
-        if sep and os.fsdecode(name) in wanted:
-            out[os.fsdecode(name)] = os.fsdecode(value)
-    return out
 
 
 def shebang(exe: str) -> list[str] | None:
@@ -172,7 +144,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     spec = json.loads(argv[0])
     env = dict(os.environ)
-    env.update(parent_environ(spec.get("unkeyed", [])))
     try:
         code = run(spec, os.getcwd(), env)
     except KeyboardInterrupt:
