@@ -105,6 +105,7 @@ class Build:
         self.hook = config.hook
         self.settings = project.settings
         self.states = file_states(project)
+        self.env = keymod.env_key(self.settings)  # the same for every target
         self.runner = Runner()
         self.ignore_patterns = self.settings.ignore
         self.store_dir = str(project.root / STORE_DIR)
@@ -347,7 +348,7 @@ class Build:
     def check(self, targets: list[Target]) -> dict[str, Fresh | Stale]:
         if self.store is None or self.options.no_cache:
             return {t.name: Stale("forced", "--no-cache") for t in targets}
-        tkeys = {t.name: keymod.target_key(t, self.settings) for t in targets}
+        tkeys = {t.name: keymod.target_key(t, self.settings, env=self.env) for t in targets}
         return plan(targets, tkeys, self.store, self.states, force=self.options.force)
 
     # -- one target ------------------------------------------------------------------------
@@ -409,7 +410,7 @@ class Build:
         rec = make_record(
             target,
             outcome,
-            key=keymod.target_key(target, self.settings),
+            key=keymod.target_key(target, self.settings, env=self.env),
             states=self.states,
             store=self.store,
             ignore=self.ignore_patterns,

@@ -55,20 +55,33 @@ def passed_environ(settings: Settings, environ: Mapping[str, str] | None = None)
     return {k: v for k, v in env.items() if any(fnmatch.fnmatchcase(k, p) for p in pats)}
 
 
-def target_key(
-    target: Target, settings: Settings, environ: Mapping[str, str] | None = None
-) -> TargetKey:
-    d = definition(target)
+def env_key(
+    settings: Settings, environ: Mapping[str, str] | None = None
+) -> tuple[dict[str, str | None], str]:
+    """The passed variables (name -> hash of the value, None when a named one is unset)
+    and their hash: the same for every target of a build, so compute it once."""
     passed = passed_environ(settings, environ)
     env: dict[str, str | None] = {k: digest(v) for k, v in sorted(passed.items())}
     for pat in settings.pass_env:  # an unset literal name is part of the key too
         if not any(c in pat for c in "*?[") and pat not in env:
             env[pat] = None
+    return env, digest(json.dumps(sorted(env.items())))
+
+
+def target_key(
+    target: Target,
+    settings: Settings,
+    environ: Mapping[str, str] | None = None,
+    env: tuple[dict[str, str | None], str] | None = None,
+) -> TargetKey:
+    """``env`` is :func:`env_key`'s result when the caller already has it."""
+    d = definition(target)
+    values, env_hash = env if env is not None else env_key(settings, environ)
     return TargetKey(
         def_hash=digest(json.dumps(d, sort_keys=True)),
         definition=d,
-        env_hash=digest(json.dumps(sorted(env.items()))),
-        env=env,
+        env_hash=env_hash,
+        env=dict(values),
     )
 
 
