@@ -216,7 +216,8 @@ def test_parallel_make_runs_marked_recipes_side_by_side(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "a slept" in proc.stdout and "b slept" in proc.stdout
     print(f"two 1 s recipes at -j2: {elapsed:.2f}s")
-    assert elapsed < 1.9, f"two 1 s recipes took {elapsed:.2f}s at -j2"
+    # The proof of parallelism is the overlap the recipes recorded themselves; the wall
+    # time is printed for information only (a timed assertion flakes on a loaded machine).
     assert most_at_once(intervals(log)) == 2
 
     # Three fresh recipes at -j2: make's jobserver still allows only two at once.
