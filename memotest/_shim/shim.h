@@ -7,7 +7,9 @@
  *
  * Rules every file follows:
  *   - A wrapper calls the real function first, then records from its result
- *     and errno, and restores errno before returning.
+ *     and errno, and restores errno before returning. The one thing looked at
+ *     before the call: whether a path a call may create exists (shim_absent,
+ *     a raw fstatat, only for O_CREAT opens without O_EXCL and rename*).
  *   - The shim's own I/O (log, status, /proc readlinks, cwd) uses raw
  *     syscall()s, never interposed symbols.
  *   - No malloc, no locks on the record path: everything is on the stack,

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import codecs
 import os
+import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One record of the log: an op letter, the pid that wrote it, and its fields."""
+class Event(NamedTuple):
+    """One record of the log: an op letter, the pid that wrote it, and its fields.
+    (A named tuple: a log holds tens of thousands of records, and a tuple is the cheapest
+    immutable object to make.)"""
 
     op: str
     pid: int
@@ -20,6 +23,19 @@ class Event:
         return self.fields[0]
 
 
+def _whole_buffer_decode() -> bool:
+    """Whether decoding the log in one piece gives what ``os.fsdecode`` gives field by
+    field: true for UTF-8 (a NUL byte is never part of a multi-byte sequence)."""
+    try:
+        utf8 = codecs.lookup(sys.getfilesystemencoding()).name == "utf-8"
+    except LookupError:
+        return False
+    return utf8 and sys.getfilesystemencodeerrors() == "surrogateescape"
+
+
+_UTF8 = _whole_buffer_decode()
+
+
 class TornLog(Exception):
     """The log ends in the middle of a record, or a record is malformed."""
 
@@ -27,26 +43,34 @@ class TornLog(Exception):
 def parse(data: bytes) -> Iterator[Event]:
     """Yields the events of a log in order. Raises :class:`TornLog` at a malformed record,
     after yielding every well-formed record before it."""
-    parts = data.split(b"\0")
+    if _UTF8:
+        parts = data.decode("utf-8", "surrogateescape").split("\0")
+    else:
+        parts = [os.fsdecode(p) for p in data.split(b"\0")]
     # A last record with no terminating NUL: the log was cut short.
-    tail_torn = bool(parts and parts[-1])
+    tail_torn = bool(parts[-1])
     parts.pop()  # empty after the final NUL, or the torn tail
-    i = 0
-    n = len(parts)
-    decode = os.fsdecode
-    while i < n:
-        head = parts[i]
+    new, event = tuple.__new__, Event
+    it = iter(parts)
+    for head in it:
+        # Nearly every record has one field: "R4711:1" (the ':' right before the '1').
+        one = head.endswith(":1")
         try:
-            op = chr(head[0])
-            pid_s, count_s = head[1:].split(b":", 1)
-            pid = int(pid_s)
-            count = int(count_s)
-        except (IndexError, ValueError):
+            if one:
+                pid = int(head[1:-2])
+                count = 1
+            else:
+                pid_s, _, count_s = head[1:].partition(":")
+                pid, count = int(pid_s), int(count_s)
+            if not head or count < 0:
+                raise ValueError
+        except ValueError:
             raise TornLog(f"malformed record header {head[:40]!r}") from None
-        if i + 1 + count > n:
-            raise TornLog("log ends inside a record")
-        yield Event(op, pid, tuple(decode(f) for f in parts[i + 1 : i + 1 + count]))
-        i += 1 + count
+        try:
+            fields = (next(it),) if one else tuple([next(it) for _ in range(count)])
+        except StopIteration:
+            raise TornLog("log ends inside a record") from None
+        yield new(event, (head[0], pid, fields))
     if tail_torn:
         raise TornLog("log ends inside a record")
 

@@ -11,8 +11,10 @@ watched closely and long runs cost little.
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 
 import psutil
@@ -20,6 +22,7 @@ import psutil
 PR_SET_CHILD_SUBREAPER = 36
 FIRST_INTERVAL = 0.005
 MAX_INTERVAL = 0.1
+FULL_SCAN_INTERVAL = 1.0  # seconds between two reads of every /proc/PID/stat
 
 
 @dataclass
@@ -63,6 +66,8 @@ class ProcessWatcher:
         self.trace_dir = trace_dir
         self.foreign: set[int] = set()
         self._me = os.getpid()
+        self._me_ctime = psutil.Process(self._me).create_time()
+        self._ppids = PpidMap()
         self.seen: dict[tuple[int, float, str | None], Seen] = {}
         self.known: set[tuple[int, float]] = set()  # (pid, create_time) of every descendant
         self._stop = threading.Event()
@@ -72,16 +77,19 @@ class ProcessWatcher:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def stop(self) -> list[psutil.Process]:
+        """Stops polling and looks one last time. Returns the descendants still running
+        (the root excluded), as :meth:`alive_descendants` would, from that same look."""
         self._stop.set()
         self._thread.join()
-        self.poll()  # one last look, for what is still alive
+        procs = self.poll()  # one last look, for what is still alive
+        return [p for p in procs if p.pid != self.root_pid and _running(p)]
 
     def _tree(self) -> list[psutil.Process]:
         """The root and every live descendant, including orphans re-parented to us."""
         try:
-            mine = psutil.Process().children(recursive=True)  # breadth first: parents first
-        except psutil.Error:
+            mine = self._ppids.descendants(self._me, self._me_ctime)  # parents first
+        except OSError:
             return []
         tree = {self.root_pid}
         out = []
@@ -137,11 +145,13 @@ class ProcessWatcher:
             self.poll()
             interval = min(interval * 1.5, MAX_INTERVAL)
 
-    def poll(self) -> None:
+    def poll(self) -> list[psutil.Process]:
+        """Looks at the tree once; returns the processes it found."""
         procs = self._tree()
         for p in procs:
             self._look(p)
         self.reap_orphans(procs)
+        return procs
 
     def _look(self, p: psutil.Process) -> None:
         try:
@@ -168,6 +178,92 @@ class ProcessWatcher:
                     seen.open_files.update(f.path for f in p.open_files())
         except psutil.Error:
             return
+
+
+def _read_ppid(pid: int) -> int | None:
+    """The parent of ``pid`` from ``/proc/PID/stat``, None if it is gone."""
+    try:
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+    try:
+        return int(data[data.rfind(b")") + 2 :].split(None, 2)[1])
+    except (IndexError, ValueError):
+        return None
+
+
+class PpidMap:
+    """The parent of every process, kept from one poll to the next.
+
+    psutil's ``children(recursive=True)`` reads ``/proc/PID/stat`` of every process on the
+    machine, which polling does a few times a second (about 1 ms each time with 80
+    processes, taken from the traced command on a busy machine). Here ``/proc`` is listed
+    at each scan, but a process's ``stat`` is read only if the previous scan did not list
+    its pid, or if it was one of our descendants (an orphan's parent changes when it is
+    re-parented to us, the subreaper), and every process's once a second
+    (``FULL_SCAN_INTERVAL``). A process can only join our tree by being born into it,
+    under a pid the previous scan did not list: the kernel hands out pids in turn, so it
+    would have to go through every other pid between two scans to give a live one's pid
+    again. The once-a-second full scan bounds even that.
+    """
+
+    def __init__(self) -> None:
+        self._ppid: dict[int, int] = {}
+        self._mine: set[int] = set()
+        self._full_at = -math.inf
+
+    def scan(self) -> dict[int, int]:
+        now = time.monotonic()
+        full = now - self._full_at >= FULL_SCAN_INTERVAL
+        if full:
+            self._full_at = now
+        old, mine = self._ppid, self._mine
+        new: dict[int, int] = {}
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            pid = int(name)
+            ppid = old.get(pid) if not full and pid not in mine else None
+            if ppid is None:
+                ppid = _read_ppid(pid)
+                if ppid is None:
+                    continue  # gone meanwhile
+            new[pid] = ppid
+        self._ppid = new
+        return new
+
+    def descendants(self, pid: int, ctime: float) -> list[psutil.Process]:
+        """Every descendant of ``pid`` (created at ``ctime``), each after its parent:
+        psutil's ``Process(pid).children(recursive=True)``, over :meth:`scan`."""
+        kids: dict[int, list[int]] = {}
+        for child, parent in self.scan().items():
+            kids.setdefault(parent, []).append(child)
+        out: list[psutil.Process] = []
+        seen: set[int] = set()
+        stack = [pid]
+        while stack:
+            parent = stack.pop()
+            if parent in seen:
+                continue  # pids reused while /proc was read can make a cycle
+            seen.add(parent)
+            for child in kids.get(parent, ()):
+                try:
+                    proc = psutil.Process(child)
+                    # A "child" older than its parent is a reused pid.
+                    if ctime <= proc.create_time():
+                        out.append(proc)
+                        stack.append(child)
+                except psutil.Error:
+                    continue
+        self._mine = {p.pid for p in out}
+        return out
 
 
 def _cwd(p: psutil.Process) -> str | None:

@@ -136,8 +136,7 @@ class TracedRun:
         assert self.proc is not None and self.watcher is not None
         code = self.proc.wait()
         self.finished_ns = time.time_ns()
-        leftovers = self.watcher.alive_descendants()
-        self.watcher.stop()
+        leftovers = self.watcher.stop()  # the last look also finds what is still running
         events, damage = read_log(self.log_path)
         with open(self.status_path, "rb") as f:
             lost = f.read(1) != b"0"
