@@ -19,7 +19,8 @@ COMMANDS = (build, explain, show, graph, trace)
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog.removeprefix('memotest ')}: {message}")
+        command = self.prog.removeprefix("memotest").strip()
+        raise UsageError(f"{command}: {message}" if command else message)
 
 
 def make_parser() -> argparse.ArgumentParser:

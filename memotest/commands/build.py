@@ -76,9 +76,9 @@ def run(args: argparse.Namespace) -> int:
     plugins.call("memotest_configure", config=config)
     project = load_project(args)
     targets = select(project, args.targets)
-    jobs = args.jobs or project.settings.jobs or os.cpu_count() or 1
-    if jobs < 1:
+    if args.jobs is not None and args.jobs < 1:
         raise UsageError("build: -j must be at least 1")
+    jobs = args.jobs or project.settings.jobs or os.cpu_count() or 1
     options = Options(
         jobs=jobs,
         force=args.force,
