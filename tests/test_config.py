@@ -175,3 +175,21 @@ def test_targets_file_found_in_a_parent(tmp_path):
     sub.mkdir(parents=True)
     proc = memotest("build", cwd=sub)
     assert proc.returncode == 0, proc.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["build", "-j", "0"], "build: -j must be at least 1"),
+        (["frob"], "invalid choice: 'frob'"),
+        (["explain"], "explain: the following arguments are required: TARGET"),
+    ],
+)
+def test_bad_command_lines_are_one_line_and_exit_2(tmp_path, args, message):
+    (tmp_path / "memotest.toml").write_text('[targets.a]\ncommand = "touch ran"\n')
+    proc = memotest(*args, cwd=tmp_path)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2
+    assert err.startswith("memotest: ") and message in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "ran").exists()
