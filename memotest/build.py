@@ -423,7 +423,7 @@ class Build:
 
     def footprint(self, trace: Trace, outcome: Outcome) -> schedule.Footprint:
         skip = Ignore(
-            self.ignore_patterns, str(self.project.root), [self.store_dir, outcome.tmpdir]
+            self.ignore_patterns, str(self.project.root), [self.store_dir, outcome.workdir]
         )
         written = {p for p in trace.writes | trace.deleted if not skip(p)}
         reads = trace.reads | trace.stats | trace.missing | trace.execs | trace.loaded

@@ -31,6 +31,9 @@ class Outcome:
     trace: Trace | None = None
     error: str | None = None
     tmpdir: str = ""
+    #: The run's own folder (its TMPDIR, captured log and trace), removed after the run:
+    #: nothing in it, nor the folder itself, is ever an input.
+    workdir: str = ""
     attempts: int = 1
     started: float = 0.0  # time.monotonic() at start, for the scheduler
     finished: float = 0.0
@@ -59,6 +62,7 @@ class Runner:
                 outcome = self._run_traced(target, env, log, tmpdir, started)
             with open(log_path, "rb") as f:
                 outcome.log = f.read()
+            outcome.workdir = work
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return outcome

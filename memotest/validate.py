@@ -81,7 +81,7 @@ class Ignore:
         self.root = root.rstrip("/") + "/"
         self.abs = [_compile(p) for p in patterns if p.startswith(("/", "**"))]
         self.rel = [_compile(p) for p in patterns if not p.startswith("/")]
-        self.folders = tuple(f.rstrip("/") for f in folders)
+        self.folders = tuple(f.rstrip("/") for f in folders if f.strip("/"))
 
     def __call__(self, path: str) -> bool:
         for f in self.folders:
@@ -236,7 +236,7 @@ def make_record(
     log and declared outputs put into the store's CAS, and whether it may be reused."""
     assert outcome.trace is not None
     trace = outcome.trace
-    skip = Ignore(ignore, str(root), folders=[str(root / STORE_DIR), outcome.tmpdir])
+    skip = Ignore(ignore, str(root), folders=[str(root / STORE_DIR), outcome.workdir])
     obs = observe(trace, skip)
     if plugins.manager().hook.memotest_is_input.get_hookimpls():
         obs.inputs = [

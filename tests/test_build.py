@@ -422,3 +422,16 @@ def test_symlink_into_proc_is_not_an_input(tmp_path):
     if not os.path.islink("/etc/mtab"):
         pytest.skip("/etc/mtab is not a symlink here")
     settle(root)
+
+
+def test_pytest_tmp_path_does_not_make_a_target_uncacheable(tmp_path):
+    # pytest resolves its temp root, which stats the parent of the private TMPDIR.
+    root = project(
+        tmp_path,
+        f"""
+        [targets.t]
+        command = ["{PY}", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_tmp.py"]
+        """,
+        {"test_tmp.py": "def test_a(tmp_path):\n    (tmp_path / 'x').write_text('1')\n"},
+    )
+    settle(root)
