@@ -30,9 +30,7 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -52,13 +50,15 @@ PYTEST_PASS_ENV = (
 COLLECT_TIMEOUT = 600.0
 RUN_ARGS = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
 
-# Runs inside the chosen interpreter: pytest's collection, reported as JSON in argv[1].
+# Runs inside the chosen interpreter: pytest's collection, reported as one JSON line after
+# MARK on stdout (the output is memotest's recorded log, replayed when nothing changed).
+MARK = "memotest-pytest-collection: "
 DRIVER = r"""
 import json, os, sys
-out = sys.argv[1]
 def done(data):
-    with open(out, "w", encoding="utf-8") as f:
-        json.dump(data, f)
+    sys.stdout.flush()
+    sys.stdout.write("\n" + MARK + json.dumps(data) + "\n")
+    sys.stdout.flush()
 try:
     import pytest
 except BaseException as exc:
@@ -84,7 +84,7 @@ class Collect:
             self.files[str(path)] += 1
 
 plugin = Collect()
-code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *sys.argv[2:]],
+code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *sys.argv[1:]],
                    plugins=[plugin])
 done({"exit": int(code), "rootdir": plugin.rootdir, "inipath": plugin.inipath,
       "files": plugin.files, "errors": plugin.errors})
@@ -189,34 +189,40 @@ def load(cwd: Path, paths: list[str], python: str) -> Project:
 
 def collect(cwd: Path, paths: list[str], python: str) -> dict[str, Any]:
     """Runs the collection driver with ``python`` in ``cwd``; returns its JSON report
-    (plus ``output``: what pytest printed)."""
-    fd, out = tempfile.mkstemp(prefix="memotest-pytest-", suffix=".json")
-    os.close(fd)
+    (plus ``output``: what pytest printed).
+
+    The collection is itself memoized (``run_memoized``, in ``cwd``'s store): it is a
+    command like any other, whose inputs are the test files, conftests and plugins it
+    read, so a build where nothing changed does not pay for collecting again.
+    """
+    from memotest.memo import run_memoized
+
+    driver = DRIVER.replace("MARK", repr(MARK))
+    target = Target(
+        name="pytest-collection:" + " ".join(paths or ["."]),
+        command=(python, "-c", driver, *paths),
+        cwd=str(cwd),
+        timeout=COLLECT_TIMEOUT,
+    )
+    settings = Settings(pass_env=(*DEFAULT_PASS_ENV, *PYTEST_PASS_ENV))
     try:
-        try:
-            proc = subprocess.run(
-                [python, "-c", DRIVER, out, *paths],
-                cwd=cwd,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=COLLECT_TIMEOUT,
-                stdin=subprocess.DEVNULL,
-            )
-        except subprocess.TimeoutExpired:
-            raise ConfigError(
-                f"pytest: collection in {cwd} did not finish in {COLLECT_TIMEOUT:.0f}s"
-            ) from None
-        except OSError as exc:
-            raise ConfigError(f"pytest: cannot run {python}: {exc.strerror}") from None
-        try:
-            with open(out, encoding="utf-8") as f:
-                text = f.read()
-            data = json.loads(text) if text else None
-        except (OSError, ValueError):
-            data = None
-    finally:
-        os.unlink(out)
+        result = run_memoized(target, root=cwd, settings=settings)
+    except OSError as exc:
+        raise ConfigError(f"pytest: cannot run {python}: {exc.strerror}") from None
+    if result.status == "timeout":
+        raise ConfigError(f"pytest: collection in {cwd} did not finish in {COLLECT_TIMEOUT:.0f}s")
+    text = result.log.decode("utf-8", "replace")
+    head, _, report = text.rpartition("\n" + MARK)
+    try:
+        data = json.loads(report.splitlines()[0]) if report else None
+    except (ValueError, IndexError):
+        data = None
+
+    class proc:  # what the checks below read
+        returncode = result.exit_code
+        stdout = head if data is not None else text
+        stderr = ""
+
     output = (proc.stdout + proc.stderr).strip()
     if not isinstance(data, dict):
         raise ConfigError(

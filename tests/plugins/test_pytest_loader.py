@@ -111,7 +111,7 @@ def test_collection_error_names_the_file_and_runs_nothing(proj):
     assert f"{proj / 'tests' / 'test_broken.py'}:2: pytest could not collect" in out
     assert "No module named 'no_such_module_xyz'" in out
     assert st == {}
-    assert not (proj / ".memotest").exists()
+    assert "PASSED" not in out and "FAILED" not in out  # no target ran
 
 
 def test_from_pytest_and_no_tests(tmp_path, proj):
@@ -123,3 +123,15 @@ def test_from_pytest_and_no_tests(tmp_path, proj):
     code, out, _ = build(empty, "--pytest")
     assert code == 2
     assert "no tests collected" in out
+
+
+def test_collection_itself_is_memoized(proj):
+    code, out, _ = build(proj, "--pytest")
+    assert code == 0, out
+    # The collection is recorded like a target: its inputs include the test files.
+    from memotest.store import Store
+
+    with Store.open(proj, lock=False) as store:
+        rec = store.get("pytest-collection:.")
+        assert rec is not None and rec.cacheable, rec and rec.uncacheable_reason
+        assert any(i.path.endswith("test_arith.py") for i in rec.inputs)
