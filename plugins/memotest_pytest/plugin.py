@@ -163,8 +163,19 @@ def load(cwd: Path, paths: list[str], python: str) -> Project:
         cwd = rootdir
     where = " ".join(paths) if paths else str(cwd)
     code = data.get("exit")
-    if data.get("errors"):
-        raise collection_error(rootdir, cwd, data["errors"])
+    # A test file that cannot be collected becomes a target of its own, which fails when
+    # it runs (as running every file with pytest would show); an error that is not one
+    # test file's (a conftest, the configuration) stops everything, as pytest does.
+    broken = set()
+    for err in data.get("errors") or []:
+        file = (err.get("nodeid") or "").split("::", 1)[0]
+        path = rootdir / file if file else None
+        if path is None or not path.is_file() or path.name.startswith("conftest"):
+            raise collection_error(rootdir, cwd, [err])
+        broken.add(str(path))
+    if broken:
+        data["files"] = {**dict.fromkeys(broken, 0), **data.get("files", {})}
+        code = 0
     if code == 5 or (code == 0 and not data.get("files")):
         raise ConfigError(f"pytest: no tests collected in {where}")
     if code != 0:

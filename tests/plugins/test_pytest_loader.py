@@ -104,12 +104,19 @@ def test_paths_select_files_and_targets_go_before_pytest(proj):
     assert "before --pytest" in out
 
 
-def test_collection_error_names_the_file_and_runs_nothing(proj):
+def test_a_file_pytest_cannot_collect_fails_and_the_others_run(proj):
     (proj / "tests" / "test_broken.py").write_text("import os\nimport no_such_module_xyz\n")
     code, out, st = build(proj, "--pytest")
+    assert code == 1, out
+    assert st == {**dict.fromkeys(ALL, "passed"), "pytest:tests/test_broken.py": "failed"}
+    assert "No module named 'no_such_module_xyz'" in out  # the failed target's log
+
+
+def test_a_broken_conftest_is_exit_2_and_runs_nothing(proj):
+    (proj / "tests" / "conftest.py").write_text("import os\nimport no_such_module_xyz\n")
+    code, out, st = build(proj, "--pytest")
     assert code == 2, out
-    assert f"{proj / 'tests' / 'test_broken.py'}:2: pytest could not collect" in out
-    assert "No module named 'no_such_module_xyz'" in out
+    assert "conftest.py" in out and "No module named 'no_such_module_xyz'" in out
     assert st == {}
     assert "PASSED" not in out and "FAILED" not in out  # no target ran
 
