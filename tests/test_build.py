@@ -219,21 +219,31 @@ def test_outputs_are_restored_on_a_hit(tmp_path):
 
 
 def test_timeout_kills_the_whole_tree(tmp_path):
+    # A duration no other process on the machine uses, so pgrep finds only ours.
+    marker = f"60.{os.getpid() % 1000:03d}"
     root = project(
         tmp_path,
-        """
+        f"""
         [targets.slow]
-        command = "sleep 60 & sleep 60; wait"
+        command = "sleep {marker} & sleep {marker}; wait"
         timeout = 1
-    """,
+        """,
     )
     t0 = time.monotonic()
     code, _out, data = build(root)
     assert time.monotonic() - t0 < 20
     assert code == 1
     assert statuses(data) == {"slow": "timeout"}
-    leftover = subprocess.run(["pgrep", "-f", "sleep 60"], capture_output=True)
-    assert leftover.returncode == 1, leftover.stdout
+    deadline = time.monotonic() + 3  # a killed process may take a moment to be gone
+    while True:
+        leftover = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True)
+        if leftover.returncode == 1 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert leftover.returncode == 1, subprocess.run(
+        ["ps", "-o", "pid,ppid,pgid,stat,etime,cmd", "-p", leftover.stdout.decode().strip()],
+        capture_output=True,
+    ).stdout.decode()
 
 
 def test_needs_order_and_skip_on_failure(tmp_path):
