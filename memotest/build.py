@@ -102,7 +102,6 @@ class Build:
         self.store = store
         self.options = options
         self.config = config
-        self.hook = config.hook
         self.settings = project.settings
         self.states = file_states(project)
         self.env = keymod.env_key(self.settings)  # the same for every target

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -119,7 +120,7 @@ class TerminalReporter:
         if not self.tty or not names:
             return
         self._clear()
-        width = shutil_columns() - 20
+        width = shutil.get_terminal_size((100, 24)).columns - 20
         shown = ", ".join(names)
         if len(shown) > width:
             shown = shown[: max(width - 3, 10)] + "..."
@@ -147,11 +148,6 @@ class TerminalReporter:
             self.out.write(text if text.endswith("\n") else text + "\n")
         self.out.flush()
 
-    def message(self, text: str) -> None:
-        self._clear()
-        self.out.write(text + "\n")
-        self.out.flush()
-
     def finish(self, summary: Summary) -> None:
         self._clear()
         if summary.audit:
@@ -177,12 +173,6 @@ class TerminalReporter:
             line += f"; first failure after {_fmt_time(summary.first_failure)}"
         self.out.write(line + "\n")
         self.out.flush()
-
-
-def shutil_columns() -> int:
-    import shutil
-
-    return shutil.get_terminal_size((100, 24)).columns
 
 
 def write_json(summary: Summary, path: str) -> None:

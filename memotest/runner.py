@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from memotest.model import Target, Trace
 from memotest.tracer.run import TracedRun
@@ -37,7 +37,6 @@ class Outcome:
     attempts: int = 1
     started: float = 0.0  # time.monotonic() at start, for the scheduler
     finished: float = 0.0
-    extra: dict[str, object] = field(default_factory=dict)
 
 
 class Runner:
@@ -89,7 +88,7 @@ class Runner:
                 code = traced.wait(target.timeout)
                 status = "passed"
                 if code is None:
-                    traced.kill("timeout")
+                    traced.kill()
                     status = "timeout"
                 elif self.interrupted.is_set():
                     status = "error"
@@ -134,4 +133,4 @@ class Runner:
             running = list(self._running)
         for traced in running:
             with contextlib.suppress(Exception):  # best effort while shutting down
-                traced.kill("interrupted", grace=0.5)
+                traced.kill(grace=0.5)

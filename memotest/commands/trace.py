@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 trace = traced.finish()
             except KeyboardInterrupt:
-                traced.kill("interrupted")
+                traced.kill()
                 return 130
         text = json.dumps(trace.as_json(), indent=2)
         if out:

@@ -64,7 +64,6 @@ class TracedRun:
         self.watcher: ProcessWatcher | None = None
         self.started_ns = 0
         self.finished_ns = 0
-        self.killed_by: str | None = None
 
     def __enter__(self) -> TracedRun:
         return self
@@ -103,12 +102,11 @@ class TracedRun:
         except subprocess.TimeoutExpired:
             return None
 
-    def kill(self, reason: str = "killed", grace: float = 1.0) -> None:
+    def kill(self, grace: float = 1.0) -> None:
         """Ends the whole tree: SIGTERM to the process group and to every descendant psutil
         finds (also those that left the group with setsid), then SIGKILL to whatever is
         left after ``grace`` seconds, looking again for processes forked meanwhile."""
         assert self.proc is not None and self.watcher is not None
-        self.killed_by = self.killed_by or reason
         for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0), (signal.SIGKILL, 2.0)):
             victims = self._victims()
             if not victims:
