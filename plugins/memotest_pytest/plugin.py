@@ -52,9 +52,24 @@ RUN_ARGS = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
 
 # Runs inside the chosen interpreter: pytest's collection, reported as one JSON line after
 # MARK on stdout (the output is memotest's recorded log, replayed when nothing changed).
+#
+# When the interpreter can import memotest's pytest plugin (``NARROW``), the collection stops
+# at files: every node pytest makes for a file (a ``Module``, a doctest file, a plugin's
+# YAML file) is noted and dropped before it is collected, so no test module is imported.
+# The plugin runs in the collection too, so that only the files pytest would keep are
+# offered (pytest 8+ also makes, then throws away, nodes for the other entries of every
+# folder on the way to the paths it was given).
+# That is the list of files pytest would collect, found in a fraction of the time, and the
+# collection's record then depends on the folders, conftests and configuration only, not
+# on the code of every test module. A file that turns out to hold no test runs as a target
+# that passes (see ``narrow.py``); one that cannot be imported fails when it runs, as it
+# would under pytest. Without the plugin, the collection is pytest's full one and only the
+# files with tests become targets.
 MARK = "memotest-pytest-collection: "
+NARROW = "memotest_pytest.narrow"
+NARROW_ARGS = ("-p", NARROW)
 DRIVER = r"""
-import json, os, sys
+import importlib.util, json, os, sys
 def done(data):
     sys.stdout.flush()
     sys.stdout.write("\n" + MARK + json.dumps(data) + "\n")
@@ -64,6 +79,10 @@ try:
 except BaseException as exc:
     done({"error": "import", "message": "%s: %s" % (type(exc).__name__, exc)})
     sys.exit(0)
+try:
+    narrow = importlib.util.find_spec(NARROW) is not None
+except ImportError:
+    narrow = False
 
 class Collect:
     def __init__(self):
@@ -83,11 +102,33 @@ class Collect:
             self.files.setdefault(str(path), 0)
             self.files[str(path)] += 1
 
-plugin = Collect()
-code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *sys.argv[1:]],
-                   plugins=[plugin])
+class Noted(pytest.File):
+    def collect(self):
+        return []
+
+class FilesOnly(Collect):
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_collect_file(self, parent):
+        outcome = yield
+        result = []
+        for node in outcome.get_result() or []:
+            if isinstance(node, pytest.File) and not isinstance(node, pytest.Package):
+                self.files[str(node.path)] = 0
+                # an empty stand-in, so that a file named on the command line is found
+                result.append(Noted.from_parent(parent, path=node.path))
+            else:
+                result.append(node)  # pytest 7's Package nodes: collected, to reach files
+        outcome.force_result(result)
+    def pytest_collection_finish(self, session):
+        pass
+
+plugin = FilesOnly() if narrow else Collect()
+args = ["--collect-only", "-q", "-p", "no:cacheprovider"] + (["-p", NARROW] if narrow else [])
+code = pytest.main(args + sys.argv[1:], plugins=[plugin])
+if narrow and code == 5 and plugin.files:
+    code = 0  # every file was dropped before its tests were collected
 done({"exit": int(code), "rootdir": plugin.rootdir, "inipath": plugin.inipath,
-      "files": plugin.files, "errors": plugin.errors})
+      "files": plugin.files, "errors": plugin.errors, "narrow": narrow})
 """
 
 
@@ -184,13 +225,14 @@ def load(cwd: Path, paths: list[str], python: str) -> Project:
             f"{data.get('output', '').strip()[-500:]}"
         )
     settings = Settings(pass_env=(*DEFAULT_PASS_ENV, *PYTEST_PASS_ENV))
+    run_args = (*RUN_ARGS, *NARROW_ARGS) if data.get("narrow") else RUN_ARGS
     targets: dict[str, Target] = {}
     for file in sorted(data["files"]):
         rel = os.path.relpath(file, rootdir)
         name = f"pytest:{rel}"
         targets[name] = Target(
             name=name,
-            command=(python, *RUN_ARGS, rel),
+            command=(python, *run_args, rel),
             cwd=str(rootdir),
             source=SourceLocation(file),
         )
@@ -208,7 +250,7 @@ def collect(cwd: Path, paths: list[str], python: str) -> dict[str, Any]:
     """
     from memotest.memo import run_memoized
 
-    driver = DRIVER.replace("MARK", repr(MARK))
+    driver = DRIVER.replace("MARK", repr(MARK)).replace("NARROW", repr(NARROW))
     target = Target(
         name="pytest-collection:" + " ".join(paths or ["."]),
         command=(python, "-c", driver, *paths),

@@ -6,6 +6,7 @@ Real pytest in subprocesses, real builds; the tests prove what ran with the JSON
 from __future__ import annotations
 
 import json
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -61,6 +62,7 @@ def proj(tmp_path):
             """,
             "tests/test_plain.py": "def test_plain():\n    assert True\n",
             "helper_not_a_test.py": "X = 1\n",
+            "README.md": "# calc\n",
         },
     )
 
@@ -142,3 +144,84 @@ def test_collection_itself_is_memoized(proj):
         rec = store.get("pytest-collection:.")
         assert rec is not None and rec.cacheable, rec and rec.uncacheable_reason
         assert any(i.path.endswith("test_arith.py") for i in rec.inputs)
+
+
+def test_editing_one_test_file_or_a_root_file_reruns_only_its_own_target(proj):
+    """pytest 8+ stats every entry of the folders on the way to a test file; the targets'
+    pytest plugin (memotest_pytest.narrow) skips the entries pytest would throw away, so a
+    sibling test file or a README is not an input of every target."""
+    code, out, st = build(proj, "--pytest")
+    assert code == 0, out
+    (proj / "tests" / "test_plain.py").write_text("def test_plain():\n    assert 1\n")
+    (proj / "README.md").write_text("# calc, with more docs\n")
+    code, out, st = build(proj, "--pytest")
+    assert code == 0, out
+    assert st == {
+        "pytest:tests/test_arith.py": "cached",
+        "pytest:tests/test_plain.py": "passed",
+        "pytest:tests/test_text.py": "cached",
+    }
+    from memotest.store import Store
+
+    with Store.open(proj, lock=False) as store:
+        rec = store.get("pytest:tests/test_arith.py")
+        paths = {os.path.relpath(i.path, proj) for i in rec.inputs}
+    assert "tests/test_arith.py" in paths and "calc/arith.py" in paths
+    assert "tests/test_plain.py" not in paths and "helper_not_a_test.py" not in paths
+    assert "README.md" not in paths
+    assert "tests" in paths  # the folder's listing: a new entry on the way is still seen
+
+
+def test_collection_does_not_import_test_modules_and_a_file_without_tests_passes(proj):
+    # Importing this module would leave a mark: the collection must not import it.
+    (proj / "tests" / "test_marks.py").write_text(
+        "import pathlib\npathlib.Path(__file__).with_suffix('.imported').touch()\n"
+    )
+    code, out, st = build(proj, "--pytest")
+    assert code == 0, out
+    assert st == {**dict.fromkeys(ALL, "passed"), "pytest:tests/test_marks.py": "passed"}
+    # it was imported once: by its own target, which found no tests and passed
+    assert (proj / "tests" / "test_marks.imported").exists()
+    code, out, st = build(proj, "--pytest")
+    assert st == {**dict.fromkeys(ALL, "cached"), "pytest:tests/test_marks.py": "cached"}
+
+    from memotest.store import Store
+
+    with Store.open(proj, lock=False) as store:
+        rec = store.get("pytest-collection:.")
+        read = {os.path.relpath(i.path, proj) for i in rec.inputs}
+    assert "calc/arith.py" not in read  # no test module imported, so no package code read
+
+
+def test_an_interpreter_without_memotest_gets_the_full_collection(tmp_path, proj):
+    """--pytest-python naming an environment where memotest_pytest is not importable: the
+    collection imports the modules (only files with tests become targets) and the targets
+    run without the narrow plugin."""
+    import site
+    import subprocess
+    import sysconfig
+
+    venv = tmp_path / "venv"
+    subprocess.run([PY, "-m", "venv", "--without-pip", str(venv)], check=True)
+    purelib = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
+    # pytest and its dependencies, as plain path entries: the .pth files there (memotest's
+    # editable install) are not processed, so memotest_pytest cannot be imported
+    (purelib / "outside.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    python = venv / "bin" / "python"
+    probe = [
+        str(python),
+        "-c",
+        "import pytest, importlib.util as u; print(u.find_spec('memotest_pytest') is None)",
+    ]
+    assert subprocess.run(probe, capture_output=True, text=True).stdout.strip() == "True"
+
+    (proj / "tests" / "test_nothing.py").write_text("X = 1\n")
+    code, out, st = build(proj, "--pytest", "--pytest-python", str(python))
+    assert code == 0, out
+    assert st == dict.fromkeys(ALL, "passed")  # test_nothing.py: no tests, no target
+    from memotest_pytest.plugin import load
+
+    commands = [t.command for t in load(proj, [], str(python)).targets.values()]
+    assert commands and all("memotest_pytest.narrow" not in c for c in commands)
+    commands = [t.command for t in load(proj, [], PY).targets.values()]
+    assert commands and all("memotest_pytest.narrow" in c for c in commands)

@@ -1,0 +1,62 @@
+"""A pytest plugin for memotest's per-file targets (``python -m pytest -p memotest_pytest.narrow``).
+
+It changes nothing about which tests run or how; it changes what pytest *looks at* on the
+way to them, because memotest records everything a target looks at as an input:
+
+* **Collection goes straight to the named paths.** Since pytest 8, ``pytest tests/test_a.py``
+  builds a node for every entry of every folder from the rootdir down to the file (and
+  stats each one, in ``pytest_ignore_collect``), then keeps only the nodes on the way to
+  ``tests/test_a.py``. The nodes of the other entries are made and thrown away, never
+  collected. Their stats would make ``tests/test_b.py``, ``README.md`` and every other file
+  of those folders an input of ``test_a.py``'s target, so that editing any of them would
+  re-run it. This plugin answers ``pytest_ignore_collect`` with "ignore" for a path that is
+  neither one of the named paths, nor inside one, nor a folder on the way to one: the
+  entries pytest would throw away are skipped before it stats them. The folders' listings
+  are still read (and recorded), so a new entry on the way is still seen.
+* **A file with no tests passes.** memotest makes a target of every file pytest would
+  collect, without importing them; one that turns out to hold no test (``pytest`` exit
+  status 5, "no tests collected") is a test file with nothing to fail, so the run ends with
+  status 0.
+
+Given ``--pyargs``, or a path that does not exist, it stands aside (pytest reports the
+error as usual).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+_WANTED = pytest.StashKey[tuple[Path, ...] | None]()
+
+
+def _wanted(config: pytest.Config) -> tuple[Path, ...] | None:
+    """The named paths, absolute as pytest makes them (``None``: do not narrow)."""
+    if _WANTED in config.stash:
+        return config.stash[_WANTED]
+    wanted: tuple[Path, ...] | None = None
+    if not config.getoption("pyargs", False) and config.args:
+        here = config.invocation_params.dir
+        paths = [Path(os.path.abspath(here / arg.split("::", 1)[0])) for arg in config.args]
+        if all(p.exists() for p in paths):
+            wanted = tuple(paths)
+    config.stash[_WANTED] = wanted
+    return wanted
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    wanted = _wanted(config)
+    if wanted is None:
+        return None
+    path = Path(os.path.abspath(collection_path))
+    for w in wanted:
+        if path == w or w in path.parents or path in w.parents:
+            return None  # on the way to a named path, or inside one: pytest decides
+    return True
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        session.exitstatus = pytest.ExitCode.OK
