@@ -106,8 +106,8 @@ class Build:
         self.states = file_states(project)
         self.env = keymod.env_key(self.settings)  # the same for every target
         self.runner = Runner()
-        self.ignore_patterns = self.settings.ignore
         self.store_dir = str(project.root / STORE_DIR)
+        self.ignore = Ignore(self.settings.ignore, str(project.root), [self.store_dir])
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -412,7 +412,7 @@ class Build:
             key=keymod.target_key(target, self.settings, env=self.env),
             states=self.states,
             store=self.store,
-            ignore=self.ignore_patterns,
+            ignore=self.ignore,
             root=self.project.root,
         )
         self.store.put(rec)
@@ -421,9 +421,7 @@ class Build:
         return result, run
 
     def footprint(self, trace: Trace, outcome: Outcome) -> schedule.Footprint:
-        skip = Ignore(
-            self.ignore_patterns, str(self.project.root), [self.store_dir, outcome.workdir]
-        )
+        skip = self.ignore.also(self.store_dir, outcome.workdir)
         written = {p for p in trace.writes | trace.deleted if not skip(p)}
         reads = trace.reads | trace.stats | trace.missing | trace.execs | trace.loaded
         return schedule.Footprint(

@@ -496,7 +496,7 @@ class FileStates:
             ):
                 listed = known
             else:
-                listed = self._list_dir(path)
+                listed = self._known_lists[path] = self._list_dir(path)
             return Fingerprint(
                 path,
                 Kind.LISTING,
@@ -519,6 +519,9 @@ class FileStates:
                 done = _Hashed(kf[0], sig, kf[2], kf[3])
             else:
                 done = self._hash_file(path)
+                # a later fresh fingerprint of the unchanged file (the next target that read
+                # it) reuses this hash, by the same signature rule as above
+                self._known_files[path] = done
             return Fingerprint(path, Kind.FILE, done.digest, done.sig, done.verified_ns, done.link)
         return Fingerprint(path, Kind.OTHER, NO_DIGEST)
 

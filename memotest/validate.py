@@ -82,11 +82,26 @@ class Ignore:
         self.abs = [_compile(p) for p in patterns if p.startswith(("/", "**"))]
         self.rel = [_compile(p) for p in patterns if not p.startswith("/")]
         self.folders = tuple(f.rstrip("/") for f in folders if f.strip("/"))
+        self._seen: dict[str, bool] = {}  # pattern matches: paths come back target after target
+
+    def also(self, *folders: str) -> Ignore:
+        """This matcher plus more folders (a target's private ``TMPDIR``); the two share
+        the patterns and what they already matched."""
+        other = Ignore((), self.root)
+        other.abs, other.rel, other._seen = self.abs, self.rel, self._seen
+        other.folders = self.folders + tuple(f.rstrip("/") for f in folders if f.strip("/"))
+        return other
 
     def __call__(self, path: str) -> bool:
         for f in self.folders:
             if path == f or path.startswith(f + "/"):
                 return True
+        seen = self._seen.get(path)
+        if seen is None:
+            seen = self._seen[path] = self._match(path)
+        return seen
+
+    def _match(self, path: str) -> bool:
         if any(r.match(path) for r in self.abs):
             return True
         if path.startswith(self.root):
@@ -229,14 +244,16 @@ def make_record(
     key: TargetKey,
     states: FileStates,
     store: Store,
-    ignore: Sequence[str],
+    ignore: Sequence[str] | Ignore,
     root: Path,
 ) -> Record:
     """The record of a finished run: its inputs fingerprinted right after the run, its
     log and declared outputs put into the store's CAS, and whether it may be reused."""
     assert outcome.trace is not None
     trace = outcome.trace
-    skip = Ignore(ignore, str(root), folders=[str(root / STORE_DIR), outcome.workdir])
+    if not isinstance(ignore, Ignore):
+        ignore = Ignore(ignore, str(root))
+    skip = ignore.also(str(root / STORE_DIR), outcome.workdir)
     obs = observe(trace, skip)
     if plugins.manager().hook.memotest_is_input.get_hookimpls():
         obs.inputs = [

@@ -326,6 +326,33 @@ def test_fingerprint_reuses_a_digest_that_held(aged: Path) -> None:
     assert states.counters.hashed[p] == 0
 
 
+def test_fresh_fingerprints_of_an_old_file_hash_it_once_per_build(aged: Path) -> None:
+    """Each finished target fingerprints what it read afresh; an unchanged file that many
+    targets read (the standard library) is hashed by the first only."""
+    p = str(aged / "c.txt")
+    states = FileStates()
+    first = states.fingerprint(p, fresh=True)
+    for _ in range(3):
+        assert states.fingerprint(p, fresh=True) == first
+    assert states.counters.hashed[p] == 1
+    listed = states.fingerprint(str(aged / "sub"), Kind.LISTING, fresh=True)
+    assert states.fingerprint(str(aged / "sub"), Kind.LISTING, fresh=True) == listed
+    assert states.counters.listed[str(aged / "sub")] == 1
+
+
+def test_fresh_fingerprint_after_an_edit_hashes_again(tmp_path: Path) -> None:
+    p = tmp_path / "old.txt"
+    write(p, "one\n")
+    backdate(p)
+    states = FileStates(racy_window_ns=0)  # the old file is trusted by its signature
+    first = states.fingerprint(str(p), fresh=True)
+    write(p, "two\n")  # same size; the mtime is now, the ctime changes too
+    backdate(p)  # even with the old mtime put back
+    again = states.fingerprint(str(p), fresh=True)
+    assert again.digest != first.digest
+    assert again.digest == xxhash.xxh3_128_hexdigest(b"two\n")
+
+
 def test_big_file_hashed_in_chunks(tmp_path: Path) -> None:
     data = os.urandom(3 * (1 << 20) + 17)
     p = tmp_path / "big"
