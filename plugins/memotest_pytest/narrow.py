@@ -46,6 +46,7 @@ def _wanted(config: pytest.Config) -> tuple[Path, ...] | None:
     return wanted
 
 
+@pytest.hookimpl(tryfirst=True)  # before conftests' own, which may answer False
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     wanted = _wanted(config)
     if wanted is None:

@@ -150,6 +150,11 @@ def test_editing_one_test_file_or_a_root_file_reruns_only_its_own_target(proj):
     """pytest 8+ stats every entry of the folders on the way to a test file; the targets'
     pytest plugin (memotest_pytest.narrow) skips the entries pytest would throw away, so a
     sibling test file or a README is not an input of every target."""
+    # A conftest that answers pytest_ignore_collect for every path (False: "collect it")
+    # must not get in the way.
+    (proj / "tests" / "conftest.py").write_text(
+        "def pytest_ignore_collect(collection_path, config):\n    return False\n"
+    )
     code, out, st = build(proj, "--pytest")
     assert code == 0, out
     (proj / "tests" / "test_plain.py").write_text("def test_plain():\n    assert 1\n")
