@@ -95,6 +95,7 @@ def run_memoized(
             root=root,
         )
         store.put(rec)
+        store.gc_if_due()
     if not rec.cacheable and outcome.status == "passed":
         result.note = f"not cached: {rec.uncacheable_reason}"
     return result

@@ -230,6 +230,10 @@ class InputList(Sequence[Fingerprint]):
         return f"InputList({len(self.ids)} inputs)"
 
 
+#: :meth:`Store.gc_if_due` never collects before this many records were written.
+GC_MIN_PUTS = 200
+
+
 @dataclass
 class GcStats:
     """What :meth:`Store.gc` removed."""
@@ -356,6 +360,7 @@ class Store:
         # Read cache of fingerprint rows by id.
         self._rows: dict[int, tuple[Any, ...]] = {}
         self._rows_complete = False
+        self._puts = 0  # records written through this handle, for gc_if_due()
 
     # -- opening and closing --------------------------------------------------------------
 
@@ -529,6 +534,7 @@ class Store:
         by ``LISTING`` fingerprints are saved to the CAS first, for ``explain``.
         """
         self._require_lock()
+        self._puts += 1
         for digest in [record.log_digest, *record.outputs.values()]:
             if digest is not None and not self.has_blob(digest):
                 raise StoreError(f"record {record.name!r} names blob {digest} not in the store")
@@ -894,6 +900,25 @@ class Store:
         return [os.fsdecode(n) for n in blob.split(b"\0")] if blob else []
 
     # -- housekeeping -------------------------------------------------------------------
+
+    def gc_if_due(self) -> GcStats | None:
+        """Collects garbage (:meth:`gc`) once the records written since the last collection
+        outnumber the records kept (and :data:`GC_MIN_PUTS`): by then about half of what
+        the store holds may be fingerprints and blobs of replaced records. Returns what was
+        removed, or None when it was not due. Called at the end of a build, with the lock."""
+        self._require_lock()
+        if not self._puts:
+            return None  # nothing replaced since the last look: a no-op build writes nothing
+        puts = int(self.get_meta("puts_since_gc") or 0) + self._puts
+        self._puts = 0
+        with self._mutex:
+            records = self._db().execute("SELECT COUNT(*) FROM records").fetchone()[0]
+        if puts < max(GC_MIN_PUTS, records):
+            self.set_meta("puts_since_gc", puts)
+            return None
+        stats = self.gc()
+        self.set_meta("puts_since_gc", 0)
+        return stats
 
     def gc(self) -> GcStats:
         """Delete fingerprints, paths and blobs no record references, and stray temp files."""

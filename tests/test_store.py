@@ -203,6 +203,44 @@ def test_gc_and_clean(tmp_path: Path) -> None:
         assert store.names() == ["again"]
 
 
+def test_gc_runs_once_the_writes_outnumber_the_records(tmp_path: Path) -> None:
+    from memotest.store import GC_MIN_PUTS
+
+    count = iter(range(10**6))
+
+    def replace(store: Store, n: int) -> None:
+        for _ in range(n):  # the same record rewritten, each time with a new input and log
+            i = next(count)
+            rec = Record("t", "passed", inputs=[Input(f"/nope/{i}", Kind.ABSENT, "")])
+            rec.log_digest = store.put_blob(f"log {i}".encode())
+            store.put(rec)
+
+    with Store.open(tmp_path) as store:
+        assert store.gc_if_due() is None  # nothing written
+        replace(store, GC_MIN_PUTS - 1)
+        assert store.gc_if_due() is None
+    with Store.open(tmp_path) as store:  # the count carries over from build to build
+        replace(store, 1)
+        stats = store.gc_if_due()
+        assert stats is not None
+        assert stats.blobs == GC_MIN_PUTS - 1 and stats.fingerprints == GC_MIN_PUTS - 1
+        assert store.get("t") is not None and store.read_blob(store.get("t").log_digest)
+        replace(store, 1)
+        assert store.gc_if_due() is None  # counting starts again
+
+
+def test_clean_gc_keeps_the_records(tmp_path: Path) -> None:
+    (tmp_path / "memotest.toml").write_text('[targets.t]\ncommand = "true"\n')
+    from conftest import memotest
+
+    assert memotest("build", cwd=tmp_path).returncode == 0
+    assert memotest("build", "--force", cwd=tmp_path).returncode == 0
+    proc = memotest("clean", "--gc", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert b"removed" in proc.stdout and b"blobs" in proc.stdout
+    assert b"1 cached" in memotest("build", cwd=tmp_path).stdout
+
+
 LOCK_HOLDER = """
     import sys, time
     from memotest.store import Store

@@ -9,6 +9,7 @@ from memotest import plugins
 from memotest.build import Build, Options, interrupt_on_sigterm, select
 from memotest.commands.common import add_file_option, load_project, open_store
 from memotest.errors import UsageError
+from memotest.store import Store
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -98,8 +99,22 @@ def run(args: argparse.Namespace) -> int:
     finally:
         undo()
         if store is not None:
-            store.close()
+            try:
+                if not args.dry_run:
+                    collect_garbage(store, verbose=args.verbose)
+            finally:
+                store.close()
     plugins.call("memotest_report", summary=summary, config=config)
     if args.dry_run:
         return 0
     return 0 if summary.ok else 1
+
+
+def collect_garbage(store: Store, *, verbose: bool) -> None:
+    """The store's periodic clean-up (:meth:`Store.gc_if_due`); says what it removed with -v."""
+    stats = store.gc_if_due()
+    if stats is not None and verbose:
+        print(
+            f"memotest: store: removed {stats.fingerprints} unused fingerprints and "
+            f"{stats.blobs} blobs ({stats.bytes / 1e6:.1f} MB)"
+        )

@@ -35,7 +35,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "clean",
         help="delete the store (.memotest/) of the targets file",
         description="Delete every record, log and output stored for the "
-        "targets file, so that the next build runs everything.",
+        "targets file, so that the next build runs everything. With --gc, keep the "
+        "records and delete only what no record refers to any more.",
+    )
+    p.add_argument(
+        "--gc",
+        action="store_true",
+        help="only remove the fingerprints and blobs of replaced records (builds do this "
+        "by themselves from time to time)",
     )
     add_file_option(p)
     p.set_defaults(run=clean)
@@ -91,6 +98,16 @@ def list_targets(args: argparse.Namespace) -> int:
 def clean(args: argparse.Namespace) -> int:
     project = load_project(args)
     with open_store(project, lock=True) as store:
+        if args.gc:
+            before = store.size_bytes()
+            stats = store.gc()
+            store.set_meta("puts_since_gc", 0)
+            print(
+                f"removed {stats.fingerprints} unused fingerprints, {stats.paths} paths and "
+                f"{stats.blobs} blobs; the store went from {before / 1e6:.1f} MB to "
+                f"{store.size_bytes() / 1e6:.1f} MB"
+            )
+            return 0
         store.clean()
     print(f"removed the store of {project.path}")
     return 0
