@@ -19,7 +19,7 @@ from memotest.config import Project, Settings
 from memotest.model import Target
 from memotest.plan import Fresh, plan
 from memotest.runner import Runner
-from memotest.store import Store
+from memotest.store import Store, split_output
 from memotest.validate import make_record
 
 LOCK_TIMEOUT = 600.0
@@ -66,8 +66,9 @@ def run_memoized(
         verdict = plan([target], {target.name: key}, store, states, force=force)[target.name]
         if isinstance(verdict, Fresh):
             rec = verdict.record
-            for rel, digest in rec.outputs.items():
-                store.restore_file(digest, os.path.join(target.cwd, rel))
+            for rel, value in rec.outputs.items():
+                digest, executable = split_output(value)
+                store.restore_file(digest, os.path.join(target.cwd, rel), executable)
             log = store.read_blob(rec.log_digest) if rec.log_digest else b""
             return MemoResult(target.name, rec.status, rec.exit_code, True, log, rec.duration)
     env = keymod.run_environ(target, settings, environ)

@@ -24,7 +24,7 @@ from typing import Any
 from memotest.fingerprint import FileStates, Refresh, describe_change
 from memotest.keys import TargetKey
 from memotest.model import Kind, Target
-from memotest.store import FpRow, InputList, Record, Store, default_recorder
+from memotest.store import FpRow, InputList, Record, Store, default_recorder, split_output
 
 __all__ = ["STALE_KINDS", "Fresh", "Stale", "TargetKey", "plan"]
 
@@ -181,7 +181,11 @@ def plan(
             continue
         assert rec is not None
         missing_blob = next(
-            (d for d in [rec.log_digest, *rec.outputs.values()] if d and not store.has_blob(d)),
+            (
+                d
+                for d in [rec.log_digest, *(split_output(v)[0] for v in rec.outputs.values())]
+                if d and not store.has_blob(d)
+            ),
             None,
         )
         if missing_blob is not None:

@@ -230,6 +230,22 @@ class InputList(Sequence[Fingerprint]):
         return f"InputList({len(self.ids)} inputs)"
 
 
+#: How a record's ``outputs`` mark an executable file: its value is the digest plus this.
+EXECUTABLE_MARK = "+x"
+
+
+def output_value(digest: str, executable: bool) -> str:
+    """The value of an ``outputs`` entry: the blob's digest, marked when executable."""
+    return digest + EXECUTABLE_MARK if executable else digest
+
+
+def split_output(value: str) -> tuple[str, bool]:
+    """An ``outputs`` value as (digest, executable)."""
+    if value.endswith(EXECUTABLE_MARK):
+        return value[: -len(EXECUTABLE_MARK)], True
+    return value, False
+
+
 #: :meth:`Store.gc_if_due` never collects before this many records were written.
 GC_MIN_PUTS = 200
 
@@ -535,7 +551,8 @@ class Store:
         """
         self._require_lock()
         self._puts += 1
-        for digest in [record.log_digest, *record.outputs.values()]:
+        outputs = [split_output(v)[0] for v in record.outputs.values()]
+        for digest in [record.log_digest, *outputs]:
             if digest is not None and not self.has_blob(digest):
                 raise StoreError(f"record {record.name!r} names blob {digest} not in the store")
         for inp in record.inputs:
@@ -859,8 +876,13 @@ class Store:
             raise CorruptBlob(f"blob {digest} does not match its digest")
         return data
 
-    def restore_file(self, digest: str, path: str | os.PathLike[str]) -> bool:
-        """Write the blob ``digest`` to ``path`` atomically; False if it already had it."""
+    def restore_file(
+        self, digest: str, path: str | os.PathLike[str], executable: bool | None = None
+    ) -> bool:
+        """Write the blob ``digest`` to ``path`` atomically; False if it already had it.
+
+        ``executable`` (an ``outputs`` value's mark, :func:`split_output`) sets or clears
+        the execute bits where the file is readable; None keeps the file's mode."""
         dest = Path(path)
         try:
             with open(dest, "rb") as f:
@@ -868,14 +890,20 @@ class Store:
                 while chunk := f.read(_CHUNK):
                     h.update(chunk)
             if h.hexdigest() == digest:
-                return False
+                mode = os.stat(dest).st_mode & 0o7777
+                if executable is None or _with_exec(mode, executable) == mode:
+                    return False
+                os.chmod(dest, _with_exec(mode, executable))
+                return True
         except OSError:
             pass
         data = self.read_blob(digest)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        mode = 0o644
+        mode = 0o666 & ~_umask()
         with contextlib.suppress(OSError):
             mode = os.stat(dest).st_mode & 0o7777
+        if executable is not None:
+            mode = _with_exec(mode, executable)
         tmp = dest.parent / f".{dest.name}.memotest-{os.getpid()}-{threading.get_ident()}"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
@@ -934,7 +962,7 @@ class Store:
                 keep_fps.update(_decode_ids(blob))
                 if log:
                     keep_blobs.add(log)
-                keep_blobs.update(json.loads(outputs).values())
+                keep_blobs.update(split_output(v)[0] for v in json.loads(outputs).values())
             with self._transaction() as conn:
                 conn.execute("CREATE TEMP TABLE IF NOT EXISTS keep(id INTEGER PRIMARY KEY)")
                 conn.execute("DELETE FROM keep")
@@ -1032,3 +1060,16 @@ def _acquire_lock(path: Path, timeout: float) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def _with_exec(mode: int, executable: bool) -> int:
+    """``mode`` with execute bits wherever it has read bits (``chmod +x``), or none."""
+    if executable:
+        return mode | ((mode & 0o444) >> 2)
+    return mode & ~0o111
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)  # the only way to read it; put back at once
+    os.umask(mask)
+    return mask

@@ -25,7 +25,7 @@ from memotest.fingerprint import FileStates, Fingerprint, StatSig, listing_diges
 from memotest.keys import TargetKey
 from memotest.model import Kind, Target, Trace
 from memotest.runner import Outcome
-from memotest.store import STORE_DIR, Record, Store
+from memotest.store import STORE_DIR, Record, Store, output_value
 from memotest.tracer.collect import is_pseudo
 
 #: File system timestamps come from a coarse clock that can lag the one the start time is
@@ -298,7 +298,8 @@ def make_record(
         for rel in target.outputs:
             path = os.path.join(target.cwd, rel)
             if os.path.isfile(path):
-                outputs[rel] = store.put_file(path)
+                executable = bool(os.stat(path).st_mode & 0o111)
+                outputs[rel] = output_value(store.put_file(path), executable)
             else:
                 why.append(f"declared output {rel} was not created")
     return Record(

@@ -204,18 +204,28 @@ def test_outputs_are_restored_on_a_hit(tmp_path):
         f"""
         [targets.gen]
         command = ["{PY}", "gen.py"]
-        outputs = ["reports/r.xml"]
+        outputs = ["reports/r.xml", "reports/run.sh"]
     """,
         {
             "gen.py": "import os\nos.makedirs('reports', exist_ok=True)\n"
             "open('reports/r.xml', 'w').write('<ok/>')\n"
+            "open('reports/run.sh', 'w').write('#!/bin/sh\\necho ran\\n')\n"
+            "os.chmod('reports/run.sh', 0o755)\n"
         },
     )
     settle(root)
     (root / "reports" / "r.xml").unlink()
+    (root / "reports" / "run.sh").unlink()
     _, out, data = build(root)
     assert statuses(data) == {"gen": "cached"}, out
     assert (root / "reports" / "r.xml").read_text() == "<ok/>"
+    assert not os.access(root / "reports" / "r.xml", os.X_OK)
+    # an executable output comes back executable (and is put right if only its mode changed)
+    assert subprocess.run([root / "reports" / "run.sh"], capture_output=True).stdout == b"ran\n"
+    os.chmod(root / "reports" / "run.sh", 0o644)
+    _, out, data = build(root)
+    assert statuses(data) == {"gen": "cached"}, out
+    assert os.access(root / "reports" / "run.sh", os.X_OK)
 
 
 def test_timeout_kills_the_whole_tree(tmp_path):
