@@ -225,7 +225,9 @@ def load(cwd: Path, paths: list[str], python: str) -> Project:
             f"{data.get('output', '').strip()[-500:]}"
         )
     settings = Settings(pass_env=(*DEFAULT_PASS_ENV, *PYTEST_PASS_ENV))
-    run_args = (*RUN_ARGS, *NARROW_ARGS) if data.get("narrow") else RUN_ARGS
+    run_args = RUN_ARGS
+    if data.get("narrow"):
+        run_args = (*RUN_ARGS, *NARROW_ARGS, *pinned_config(data.get("inipath"), rootdir))
     targets: dict[str, Target] = {}
     for file in sorted(data["files"]):
         rel = os.path.relpath(file, rootdir)
@@ -238,6 +240,26 @@ def load(cwd: Path, paths: list[str], python: str) -> Project:
         )
     project_file = Path(data["inipath"]) if data.get("inipath") else rootdir
     return Project(project_file, rootdir, settings, targets)
+
+
+def pinned_config(inipath: str | None, rootdir: Path) -> tuple[str, ...]:
+    """pytest's options naming the configuration file and rootdir its collection found.
+
+    Looking for its configuration, pytest reads each of ``pytest.ini``, ``.pytest.ini``,
+    ``pyproject.toml``, ``tox.ini`` and ``setup.cfg`` that exists, in that order, up to
+    the first with a pytest section, in every folder from the arguments' up. Every one of
+    those would be an input of every target: a version bump in ``setup.cfg`` would re-run
+    everything although pytest only looked for ``[tool:pytest]`` in it. Given ``-c FILE
+    --rootdir DIR``, pytest reads that file only, with the same result as its search
+    (``confcutdir`` defaults to the file's folder either way). Without a configuration
+    file, ``-c /dev/null`` with ``--confcutdir`` at the rootdir (pytest's default then)
+    stands for "none". What the search read is an input of the collection, which runs
+    again when any of it changes: if it then finds another file (a new ``pytest.ini``),
+    the targets' commands change and they run again.
+    """
+    if inipath:
+        return ("-c", inipath, "--rootdir", str(rootdir))
+    return ("-c", os.devnull, "--rootdir", str(rootdir), "--confcutdir", str(rootdir))
 
 
 def collect(cwd: Path, paths: list[str], python: str) -> dict[str, Any]:

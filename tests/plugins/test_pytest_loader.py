@@ -230,3 +230,59 @@ def test_an_interpreter_without_memotest_gets_the_full_collection(tmp_path, proj
     assert commands and all("memotest_pytest.narrow" not in c for c in commands)
     commands = [t.command for t in load(proj, [], PY).targets.values()]
     assert commands and all("memotest_pytest.narrow" in c for c in commands)
+
+
+def test_config_files_pytest_only_looked_into_are_not_inputs(tmp_path):
+    """pytest reads pyproject.toml, tox.ini and setup.cfg looking for its section; the
+    targets name the file the collection found (-c), so only that one is an input."""
+    root = write(
+        tmp_path / "cfg",
+        {
+            "pyproject.toml": '[project]\nname = "x"\nversion = "1"\n',
+            "tox.ini": "[pytest]\nmarkers = slow\n",
+            "setup.cfg": "[metadata]\nversion = 1\n",
+            "tests/test_a.py": "def test_a():\n    assert True\n",
+        },
+    )
+    code, out, st = build(root, "--pytest")
+    assert code == 0 and st == {"pytest:tests/test_a.py": "passed"}, out
+    # a version bump where pytest found no section of its own: nothing re-runs
+    (root / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "2"\n')
+    (root / "setup.cfg").write_text("[metadata]\nversion = 2\n")
+    code, out, st = build(root, "--pytest")
+    assert st == {"pytest:tests/test_a.py": "cached"}, out
+    # the file pytest uses is an input
+    (root / "tox.ini").write_text("[pytest]\nmarkers = slow\naddopts = -x\n")
+    code, out, st = build(root, "--pytest")
+    assert st == {"pytest:tests/test_a.py": "passed"}, out
+    # pyproject.toml gains a pytest section: pytest would now use it, so the targets do
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "x"\nversion = "2"\n[tool.pytest.ini_options]\naddopts = "-v"\n'
+    )
+    code, out, st = build(root, "--pytest")
+    assert st == {"pytest:tests/test_a.py": "passed"}, out
+    from memotest.store import Store
+
+    with Store.open(root, lock=False) as store:
+        paths = {os.path.relpath(i.path, root) for i in store.get("pytest:tests/test_a.py").inputs}
+    assert "pyproject.toml" in paths and "tox.ini" not in paths and "setup.cfg" not in paths
+
+
+def test_without_a_config_file_the_targets_say_so(tmp_path):
+    root = write(
+        tmp_path / "nocfg",
+        {
+            "setup.cfg": "[metadata]\nversion = 1\n",
+            "tests/conftest.py": "import os\nMARK = os.environ.get('X')\n",
+            "tests/test_a.py": "def test_a():\n    assert True\n",
+        },
+    )
+    code, out, st = build(root, "--pytest")
+    assert code == 0 and st == {"pytest:tests/test_a.py": "passed"}, out
+    (root / "setup.cfg").write_text("[metadata]\nversion = 2\n")
+    code, out, st = build(root, "--pytest")
+    assert st == {"pytest:tests/test_a.py": "cached"}, out
+    # a pytest.ini appears: the collection finds it and the target runs with it
+    (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:doctest\n")
+    code, out, st = build(root, "--pytest")
+    assert st == {"pytest:tests/test_a.py": "passed"}, out
