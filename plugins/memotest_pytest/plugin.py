@@ -90,9 +90,12 @@ class Collect:
         self.errors = []
         self.rootdir = None
         self.inipath = None
+        self.settings = True
     def pytest_configure(self, config):
         self.rootdir = str(config.rootpath)
         self.inipath = str(config.inipath) if config.inipath else None
+        inicfg = getattr(config, "inicfg", None)
+        self.settings = inicfg is None or len(inicfg) > 0  # unknown counts as some
     def pytest_collectreport(self, report):
         if report.failed:
             self.errors.append({"nodeid": report.nodeid, "text": report.longreprtext})
@@ -128,6 +131,7 @@ code = pytest.main(args + sys.argv[1:], plugins=[plugin])
 if narrow and code == 5 and plugin.files:
     code = 0  # every file was dropped before its tests were collected
 done({"exit": int(code), "rootdir": plugin.rootdir, "inipath": plugin.inipath,
+      "settings": plugin.settings,
       "files": plugin.files, "errors": plugin.errors, "narrow": narrow})
 """
 
@@ -227,7 +231,8 @@ def load(cwd: Path, paths: list[str], python: str) -> Project:
     settings = Settings(pass_env=(*DEFAULT_PASS_ENV, *PYTEST_PASS_ENV))
     run_args = RUN_ARGS
     if data.get("narrow"):
-        run_args = (*RUN_ARGS, *NARROW_ARGS, *pinned_config(data.get("inipath"), rootdir))
+        pin = pinned_config(data.get("inipath"), rootdir, data.get("settings", True))
+        run_args = (*RUN_ARGS, *NARROW_ARGS, *pin)
     targets: dict[str, Target] = {}
     for file in sorted(data["files"]):
         rel = os.path.relpath(file, rootdir)
@@ -242,7 +247,7 @@ def load(cwd: Path, paths: list[str], python: str) -> Project:
     return Project(project_file, rootdir, settings, targets)
 
 
-def pinned_config(inipath: str | None, rootdir: Path) -> tuple[str, ...]:
+def pinned_config(inipath: str | None, rootdir: Path, settings: bool = True) -> tuple[str, ...]:
     """pytest's options naming the configuration file and rootdir its collection found.
 
     Looking for its configuration, pytest reads each of ``pytest.ini``, ``.pytest.ini``,
@@ -252,14 +257,18 @@ def pinned_config(inipath: str | None, rootdir: Path) -> tuple[str, ...]:
     everything although pytest only looked for ``[tool:pytest]`` in it. Given ``-c FILE
     --rootdir DIR``, pytest reads that file only, with the same result as its search
     (``confcutdir`` defaults to the file's folder either way). Without a configuration
-    file, ``-c /dev/null`` with ``--confcutdir`` at the rootdir (pytest's default then)
-    stands for "none". What the search read is an input of the collection, which runs
-    again when any of it changes: if it then finds another file (a new ``pytest.ini``),
-    the targets' commands change and they run again.
+    file, or with one that sets nothing (since pytest 8.1, a ``pyproject.toml`` without a
+    pytest table is the configuration file when there is no other), ``-c /dev/null`` with
+    ``--confcutdir`` where pytest would put it (the file's folder, else the rootdir) gives
+    the same empty configuration without reading the file. What the search read is an
+    input of the collection, which runs again when any of it changes: if it then finds
+    another file (a new ``pytest.ini``) or settings, the targets' commands change and they
+    run again.
     """
-    if inipath:
+    if inipath and settings:
         return ("-c", inipath, "--rootdir", str(rootdir))
-    return ("-c", os.devnull, "--rootdir", str(rootdir), "--confcutdir", str(rootdir))
+    cut = os.path.dirname(inipath) if inipath else str(rootdir)
+    return ("-c", os.devnull, "--rootdir", str(rootdir), "--confcutdir", cut)
 
 
 def collect(cwd: Path, paths: list[str], python: str) -> dict[str, Any]:

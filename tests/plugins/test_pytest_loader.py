@@ -273,6 +273,8 @@ def test_without_a_config_file_the_targets_say_so(tmp_path):
         tmp_path / "nocfg",
         {
             "setup.cfg": "[metadata]\nversion = 1\n",
+            # pytest 8.1+ takes this as its (empty) configuration file
+            "pyproject.toml": '[project]\nname = "x"\nversion = "1"\n',
             "tests/conftest.py": "import os\nMARK = os.environ.get('X')\n",
             "tests/test_a.py": "def test_a():\n    assert True\n",
         },
@@ -280,8 +282,15 @@ def test_without_a_config_file_the_targets_say_so(tmp_path):
     code, out, st = build(root, "--pytest")
     assert code == 0 and st == {"pytest:tests/test_a.py": "passed"}, out
     (root / "setup.cfg").write_text("[metadata]\nversion = 2\n")
+    (root / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "2"\n')
     code, out, st = build(root, "--pytest")
     assert st == {"pytest:tests/test_a.py": "cached"}, out
+    # settings appear in it: they apply
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "x"\nversion = "2"\n[tool.pytest.ini_options]\naddopts = "-v"\n'
+    )
+    code, out, st = build(root, "--pytest")
+    assert st == {"pytest:tests/test_a.py": "passed"}, out
     # a pytest.ini appears: the collection finds it and the target runs with it
     (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:doctest\n")
     code, out, st = build(root, "--pytest")
