@@ -10,7 +10,9 @@ its times. At each revision, in one run:
 * **memotest -j1** and **memotest -j2**: ``memotest build -jN --pytest TESTS``;
 * **pytest-testmon**: ``python -m pytest --testmon -q -rfE TESTS``.
 
-Each tool has its own working folder ("lane") under ``.bench/work/PROJECT/``, and every
+Each tool has its own working folder ("lane") under ``$TMPDIR/memotest-bench/PROJECT/``
+(``MEMOTEST_BENCH_WORK`` to choose another; not inside this repository, whose own pytest
+configuration a project without one would otherwise pick up), and every
 lane receives exactly the same files at each revision. A lane is one developer's checkout:
 its tool's state (memotest's ``.memotest/`` store, testmon's ``.testmondata``, pytest's and
 hypothesis's caches) is carried over from revision to revision and seen by no other tool.
@@ -38,8 +40,8 @@ Writes ``benchmarks/results/replay.json`` and the plot ``docs/img/replay.png`` (
 revision, one panel per project). The plot needs matplotlib, a benchmark-only dependency
 the script installs into its own venv, ``.bench/venv-plot``. Downloads, extracted sources,
 the per-project venvs (memotest installed editable from this repository, pytest,
-pytest-testmon and the project's test requirements, pinned below) and the working folders
-live in ``.bench/`` at the repository root.
+pytest-testmon and the project's test requirements, pinned below) live in ``.bench/`` at
+the repository root.
 
 Run::
 
@@ -64,6 +66,7 @@ import statistics
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,6 +76,10 @@ BENCH = REPO / ".bench"
 RESULTS = REPO / "benchmarks" / "results"
 PLOT = REPO / "docs" / "img" / "replay.png"
 RUN_TIMEOUT = 900
+#: The working folders ("lanes"). Not under this repository: a project without a pytest
+#: configuration file of its own would find this repository's pyproject.toml above its
+#: checkout, and pytest would take this repository as its rootdir.
+WORK = Path(os.environ.get("MEMOTEST_BENCH_WORK") or Path(tempfile.gettempdir()) / "memotest-bench")
 #: Each tool's output at each revision: .bench/logs/<results file stem>/PROJECT/VERSION/
 LOGS = BENCH / "logs" / "replay"
 
@@ -91,6 +98,9 @@ class Project:
     why: str
     metadata: bool = True  # give the lane the release's metadata (see the module doc)
     pytest: str = "pytest==9.2.0"
+    #: programs some tests run (not installed by this script: without them those tests
+    #: fail under every tool alike, which the summary shows as failing files)
+    programs: tuple[str, ...] = ()
 
 
 PROJECTS: dict[str, Project] = {
@@ -173,10 +183,139 @@ PROJECTS: dict[str, Project] = {
             why="20 to 43 test files, ~750 to 2,450 tests in ~4 s; pure Python, pytest only; "
             "the version comes from installed metadata since 8.2",
         ),
+        Project(
+            name="oslo.utils",
+            import_root=".",
+            tests="oslo_utils/tests",
+            releases=(
+                "6.0.0",
+                "6.0.1",
+                "6.0.2",
+                "6.1.0",
+                "6.2.0",
+                "6.2.1",
+                "6.3.0",
+                "7.0.0",
+                "7.1.0",
+                "7.2.0",
+                "7.3.0",
+                "7.3.1",
+                "7.4.0",
+                "8.0.0",
+            ),
+            requirements=(
+                # the package's own requirements (it is imported from the checkout)
+                "iso8601==2.1.0",
+                "oslo.i18n==6.9.0",
+                "netaddr==1.3.0",
+                "debtcollector==3.1.0",
+                "pyparsing==3.3.3",
+                "packaging==26.3",
+                "tzdata==2026.6",
+                "PyYAML==6.0.3",
+                "psutil==7.2.2",
+                "pbr==7.1.3",
+                "netifaces==0.11.0",  # up to 7.3: test_netutils imports it
+                # test-requirements.txt
+                "eventlet==0.41.3",
+                "fixtures==4.3.2",
+                "testscenarios==0.7.0",
+                "testtools==2.9.1",
+                "oslotest==6.1.1",
+                "ddt==1.7.2",
+                "oslo.config==10.7.0",
+            ),
+            # bindep.txt: Debian's qemu-utils, for imageutils' tests. Left out on purpose:
+            # with it, test_format_inspector.py alone takes 46 s, and over 4 minutes under
+            # testmon's coverage, which would make a run of this project take over an hour;
+            # without it, the files of those tests fail fast under every tool alike.
+            programs=("qemu-img",),
+            why="15-16 test files, one per module of independent utilities (strutils, "
+            "netutils, timeutils...), ~490 tests in ~3.5 s; pure Python; an empty "
+            "__init__.py, the version from pbr (installed metadata), no pytest "
+            "configuration file: a release that leaves a module alone leaves its tests "
+            "alone",
+        ),
+        Project(
+            name="cliff",
+            import_root=".",
+            tests="cliff/tests",
+            releases=(
+                "4.0.0",
+                "4.1.0",
+                "4.2.0",
+                "4.3.0",
+                "4.4.0",
+                "4.5.0",
+                "4.6.0",
+                "4.7.0",
+                "4.8.0",
+                "4.9.0",
+                "4.9.1",
+                "4.10.0",
+            ),
+            requirements=(
+                "autopage==0.6.0",
+                "cmd2==2.5.11",
+                "PrettyTable==3.18.0",
+                "stevedore==5.10.0",
+                "PyYAML==6.0.3",
+                "pbr==7.1.3",
+                "testtools==2.9.1",
+                "testscenarios==0.7.0",
+                "fixtures==4.3.2",
+                "Sphinx==9.0.4",  # test_sphinxext.py
+            ),
+            why="19 test files, one per module of a command-line framework (app, "
+            "commandmanager, formatters, columns...); pure Python; empty __init__.py, the "
+            "version from pbr, no pytest configuration file; the shared test base "
+            "(tests/base.py) and command.py reach about half of the files",
+        ),
+        Project(
+            name="keystoneauth1",
+            import_root=".",
+            tests="keystoneauth1/tests/unit",
+            releases=(
+                "5.0.0",
+                "5.0.1",
+                "5.1.0",
+                "5.1.1",
+                "5.1.2",
+                "5.1.3",
+                "5.2.0",
+                "5.2.1",
+                "5.3.0",
+                "5.3.1",
+                "5.4.0",
+                "5.5.0",
+            ),
+            requirements=(
+                "pbr==7.1.3",
+                "iso8601==2.1.0",
+                "requests==2.34.2",
+                "stevedore==5.10.0",
+                "os-service-types==1.9.0",
+                "fixtures==4.3.2",
+                "oslo.config==10.7.0",
+                "oslo.utils==9.2.0",
+                "oslotest==6.1.1",
+                "betamax==0.9.0",
+                "requests-mock==1.12.1",
+                "testresources==2.1.2",
+                "testtools==2.9.1",
+                "PyYAML==6.0.3",
+                "lxml==6.1.3",
+                "oauthlib==4.0.1",
+                "pycodestyle==2.15.0",  # test_hacking_checks.py
+            ),
+            why="45 test files for OpenStack's authentication library (plugins, session, "
+            "access, discovery, loading...), ~1,700 tests; pure Python; the version from "
+            "pbr, no pytest configuration file; session.py reaches most files",
+        ),
     )
 }
-DEFAULT_PROJECTS = ("structlog", "attrs", "click")
-QUICK_PROJECTS = ("structlog", "click")
+DEFAULT_PROJECTS = ("oslo.utils", "cliff", "keystoneauth1", "structlog", "attrs", "click")
+QUICK_PROJECTS = ("oslo.utils", "structlog")
 
 # Runs inside the project's venv: pytest's collection, as JSON (the files with tests, and
 # the files that could not be collected, which RetestAll runs and sees fail).
@@ -331,10 +470,16 @@ def extracted(name: str, version: str) -> Path:
 
 
 def release_files(root: Path) -> dict[str, Path]:
+    """The files of an extracted release, as a checkout has them: without the
+    ``*.egg-info`` folder setuptools adds to an sdist (a build artifact, ignored by git;
+    on ``sys.path`` from the checkout it would be installed metadata whose version changes
+    at every release, see the module doc)."""
     return {
         str(p.relative_to(root)): p
         for p in root.rglob("*")
-        if (p.is_file() or p.is_symlink()) and p.name != ".complete"
+        if (p.is_file() or p.is_symlink())
+        and p.name != ".complete"
+        and not p.relative_to(root).parts[0].endswith(".egg-info")
     }
 
 
@@ -904,8 +1049,11 @@ def replay(project: Project, versions: list[str]) -> dict:
     started = time.time()
     load_start = os.getloadavg()
     venv_path = venv(project)
+    for program in project.programs:
+        if shutil.which(program) is None:
+            log(f"  note: {program} is not installed: the tests that run it will fail")
     py = str(venv_path / "bin" / "python")
-    work = BENCH / "work" / project.name
+    work = WORK / project.name
     shutil.rmtree(work, ignore_errors=True)
     lanes = {k: Lane(work / k) for k in ("retest", "j1", "j2", "testmon")}
     for lane in lanes.values():
