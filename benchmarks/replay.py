@@ -8,7 +8,8 @@ its times. At each revision, in one run:
 * **RetestAll**: every test file pytest collects, one process per file, sequential, as
   memotest runs them (``python -m pytest -q -p no:cacheprovider FILE``), without memotest;
 * **memotest -j1** and **memotest -j2**: ``memotest build -jN --pytest TESTS``;
-* **pytest-testmon**: ``python -m pytest --testmon -q -rfE TESTS``.
+* **pytest-testmon**: ``python -m pytest --testmon --continue-on-collection-errors -q -rfE
+  TESTS``.
 
 Each tool has its own working folder ("lane") under ``$TMPDIR/memotest-bench/PROJECT/``
 (``MEMOTEST_BENCH_WORK`` to choose another; not inside this repository, whose own pytest
@@ -216,6 +217,7 @@ PROJECTS: dict[str, Project] = {
                 "psutil==7.2.2",
                 "pbr==7.1.3",
                 "netifaces==0.11.0",  # up to 7.3: test_netutils imports it
+                "pytz==2026.6",  # older releases
                 # test-requirements.txt
                 "eventlet==0.41.3",
                 "fixtures==4.3.2",
@@ -265,6 +267,7 @@ PROJECTS: dict[str, Project] = {
                 "testscenarios==0.7.0",
                 "fixtures==4.3.2",
                 "Sphinx==9.0.4",  # test_sphinxext.py
+                "importlib-metadata==10.2.0",  # older cliff imports the backport
             ),
             why="19 test files, one per module of a command-line framework (app, "
             "commandmanager, formatters, columns...); pure Python; empty __init__.py, the "
@@ -307,6 +310,7 @@ PROJECTS: dict[str, Project] = {
                 "lxml==6.1.3",
                 "oauthlib==4.0.1",
                 "pycodestyle==2.15.0",  # test_hacking_checks.py
+                "six==1.17.0",  # up to 5.1
             ),
             why="45 test files for OpenStack's authentication library (plugins, session, "
             "access, discovery, loading...), ~1,700 tests; pure Python; the version from "
@@ -769,7 +773,11 @@ SUMMARY = re.compile(r"(\d+) (passed|failed|skipped|deselected|errors?|xfailed|x
 
 
 def testmon(py: str, lane: Path, tests: str, env: dict, logs: Path) -> dict:
-    cmd = [py, "-m", "pytest", "--testmon", "-q", "-rfE", tests]
+    # Like RetestAll (one process per file), a file that cannot be collected must not keep
+    # the others from running: without the flag, pytest (and so testmon) stops the whole
+    # session at a collection error and its time would be that of running nothing.
+    cmd = [py, "-m", "pytest", "--testmon", "--continue-on-collection-errors", "-q", "-rfE"]
+    cmd.append(tests)
     t0 = time.monotonic()
     proc = subprocess.run(
         cmd,
