@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from memotest import keys as keymod
 from memotest.build import file_states
@@ -38,6 +39,8 @@ class MemoResult:
     duration: float
     reason: str | None = None
     note: str | None = None  # why a passing result was not stored as reusable
+    #: The log was written to ``tee`` while the command ran (so not to be printed again).
+    streamed: bool = False
 
 
 def run_memoized(
@@ -48,6 +51,7 @@ def run_memoized(
     environ: Mapping[str, str] | None = None,
     unkeyed_env: Mapping[str, str] | None = None,
     force: bool = False,
+    tee: BinaryIO | None = None,
 ) -> MemoResult:
     """Runs ``target`` unless its record in ``root/.memotest`` still holds.
 
@@ -56,6 +60,8 @@ def run_memoized(
     target's own ``env``. ``unkeyed_env`` is passed to the command without being part of
     the key: only for values that change from one invocation to the next without
     changing what the command does (a terminal's width, a random seed the tool picks).
+    ``tee``: when the command runs, its output is also written there as it comes
+    (``MemoResult.streamed``); a replayed log is only returned.
     """
     settings = settings or Settings()
     environ = os.environ if environ is None else environ
@@ -73,7 +79,7 @@ def run_memoized(
             return MemoResult(target.name, rec.status, rec.exit_code, True, log, rec.duration)
     env = keymod.run_environ(target, settings, environ)
     env.update(unkeyed_env or {})
-    outcome = Runner().run(target, env)
+    outcome = Runner().run(target, env, tee=tee)
     result = MemoResult(
         target.name,
         outcome.status,
@@ -82,6 +88,7 @@ def run_memoized(
         outcome.log,
         outcome.duration,
         reason=verdict.reason,
+        streamed=tee is not None,
     )
     if outcome.trace is None:
         return result

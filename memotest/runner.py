@@ -14,6 +14,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from memotest.model import Target, Trace
 from memotest.tracer.run import TracedRun
@@ -48,8 +49,9 @@ class Runner:
         self._lock = threading.Lock()
         self.interrupted = threading.Event()
 
-    def run(self, target: Target, env: dict[str, str]) -> Outcome:
-        """Runs ``target`` to completion (or timeout) under the tracer."""
+    def run(self, target: Target, env: dict[str, str], tee: BinaryIO | None = None) -> Outcome:
+        """Runs ``target`` to completion (or timeout) under the tracer. Its output goes to
+        a log file (``Outcome.log``); with ``tee``, it is also copied there as it comes."""
         work = tempfile.mkdtemp(prefix="memotest-", dir=self.work_root)
         tmpdir = os.path.join(work, "tmp")
         os.mkdir(tmpdir)
@@ -58,7 +60,12 @@ class Runner:
         started = time.monotonic()
         try:
             with open(log_path, "wb") as log:
-                outcome = self._run_traced(target, env, log, tmpdir, started)
+                follower = _Follower(log_path, tee) if tee is not None else None
+                try:
+                    outcome = self._run_traced(target, env, log, tmpdir, started)
+                finally:
+                    if follower is not None:
+                        follower.finish()
             with open(log_path, "rb") as f:
                 outcome.log = f.read()
             outcome.workdir = work
@@ -134,3 +141,40 @@ class Runner:
         for traced in running:
             with contextlib.suppress(Exception):  # best effort while shutting down
                 traced.kill(grace=0.5)
+
+
+class _Follower:
+    """Copies what a run writes to its log file to ``out`` while it runs (``tail -f``).
+
+    The command writes to the file itself, as without a follower: a reader that is slow
+    or gone (a closed pipe) never blocks nor kills it; copying just stops."""
+
+    POLL_S = 0.1
+
+    def __init__(self, path: str, out: BinaryIO) -> None:
+        self.out = out
+        self.file = open(path, "rb")  # noqa: SIM115 - closed by finish()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="memotest-tee", daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            last = self.done.wait(self.POLL_S)
+            if not self._copy() or last:
+                return
+
+    def _copy(self) -> bool:
+        while chunk := self.file.read(65536):
+            try:
+                self.out.write(chunk)
+                self.out.flush()
+            except (OSError, ValueError):
+                return False
+        return True
+
+    def finish(self) -> None:
+        """Copies what is left and stops."""
+        self.done.set()
+        self.thread.join()
+        self.file.close()

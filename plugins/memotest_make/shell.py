@@ -289,16 +289,21 @@ def memoize(inv: Invocation, environ: Mapping[str, str]) -> int:
         print(f"[memotest] {inv.target}: {gone}, which it made, is gone: running", file=sys.stderr)
     try:
         result = run_memoized(
-            target, root=Path(root), settings=settings, environ=environ, force=bool(gone)
+            target,
+            root=Path(root),
+            settings=settings,
+            environ=environ,
+            force=bool(gone),
+            tee=sys.stdout.buffer,
         )
     except UsageError as exc:
         print(f"{PROG}: {inv.target}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
-    out = sys.stdout.buffer
-    out.write(result.log)
-    out.flush()
+    if not result.streamed:  # a replay; a run was shown as it went
+        sys.stdout.buffer.write(result.log)
+    sys.stdout.buffer.flush()
     if result.cached:
         if not inv.quiet:
             print(

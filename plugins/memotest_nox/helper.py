@@ -303,7 +303,15 @@ def _run(
         source=where,
     )
     try:
-        result = run_memoized(target, root=root, settings=settings, environ=environ, force=force)
+        sys.stdout.flush()
+        result = run_memoized(
+            target,
+            root=root,
+            settings=settings,
+            environ=environ,
+            force=force,
+            tee=None if silent else getattr(sys.stdout, "buffer", None),
+        )
     except (StoreError, OSError) as exc:
         # When in doubt, run it: the store cannot be used, so run the command as nox would.
         logger.warning(f"memotest: {exc}; running {args[0]} without memoization")
@@ -326,7 +334,7 @@ def _finish(
             logger.info(f"memotest: {result.name} is up to date: replaying its output (not run)")
     elif result.note and log:
         logger.info(f"memotest: {result.note}")
-    if not silent and output:
+    if not silent and output and not result.streamed:  # a run was shown as it went
         sys.stdout.write(output)
         sys.stdout.flush()
     code = result.exit_code

@@ -122,6 +122,7 @@ def memoized(spec: Mapping[str, Any], environ: dict[str, str]) -> int:
             environ=environ,
             unkeyed_env={k: environ[k] for k in unkeyed(spec) if k in environ},
             force=bool(spec.get("force")),
+            tee=sys.stdout.buffer,
         )
     except KeyboardInterrupt:
         out(f"{NAME}: interrupted")
@@ -133,7 +134,8 @@ def memoized(spec: Mapping[str, Any], environ: dict[str, str]) -> int:
         )
         return run_plainly(spec, environ)
     log = result.log
-    sys.stdout.buffer.write(log)
+    if not result.streamed:  # a replay; a run was shown as it went
+        sys.stdout.buffer.write(log)
     if log and not log.endswith(b"\n"):
         sys.stdout.buffer.write(b"\n")
     sys.stdout.flush()

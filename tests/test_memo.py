@@ -1,0 +1,64 @@
+"""``run_memoized``: one command memoized, as the tox, nox and make adapters use it."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from memotest.memo import run_memoized
+from memotest.model import Target
+
+PY = sys.executable
+SLOW = "import time; print('first', flush=True); time.sleep(1.5); print('second', flush=True)"
+
+
+class Recorder:
+    """A byte stream that notes when each write arrived."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[float, bytes]] = []
+
+    def write(self, data: bytes) -> int:
+        self.writes.append((time.monotonic(), bytes(data)))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    @property
+    def data(self) -> bytes:
+        return b"".join(d for _, d in self.writes)
+
+
+def target(tmp_path: Path, code: str) -> Target:
+    return Target(name="slow", command=(PY, "-c", code), cwd=str(tmp_path))
+
+
+def test_a_run_is_shown_as_it_goes_and_a_replay_is_returned(tmp_path: Path) -> None:
+    out = Recorder()
+    result = run_memoized(target(tmp_path, SLOW), root=tmp_path, tee=out)
+    ended = time.monotonic()
+    assert result.status == "passed" and not result.cached and result.streamed
+    assert out.data == result.log == b"first\nsecond\n"
+    first_seen = next(t for t, d in out.writes if b"first" in d)
+    assert ended - first_seen > 0.7  # while the command slept, not after it ended
+
+    again = Recorder()
+    replay = run_memoized(target(tmp_path, SLOW), root=tmp_path, tee=again)
+    assert replay.cached and not replay.streamed
+    assert replay.log == b"first\nsecond\n" and again.writes == []  # the caller prints it
+
+
+class Broken:
+    def write(self, data: bytes) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self) -> None:
+        pass
+
+
+def test_a_reader_that_is_gone_does_not_stop_the_command(tmp_path: Path) -> None:
+    result = run_memoized(target(tmp_path, "print('x' * 100000)"), root=tmp_path, tee=Broken())
+    assert result.status == "passed"
+    assert result.log == b"x" * 100000 + b"\n"
