@@ -62,3 +62,34 @@ def test_a_reader_that_is_gone_does_not_stop_the_command(tmp_path: Path) -> None
     result = run_memoized(target(tmp_path, "print('x' * 100000)"), root=tmp_path, tee=Broken())
     assert result.status == "passed"
     assert result.log == b"x" * 100000 + b"\n"
+
+
+def test_records_made_outside_a_targets_file_can_be_listed_shown_and_explained(
+    tmp_path: Path,
+) -> None:
+    """The tox plugin, the make shell and the nox helper record under their own names
+    (tox:ENV...), which no targets file defines: list, show and explain find them."""
+    from conftest import memotest
+
+    data = tmp_path / "data.txt"
+    data.write_text("one\n")
+    time.sleep(0.1)  # older than the run's start, or it "changed while the target ran"
+    t = Target(name="tox:lint", command=("cat", "data.txt"), cwd=str(tmp_path))
+    assert run_memoized(t, root=tmp_path).status == "passed"
+    sub = tmp_path / "sub"
+    sub.mkdir()  # from a folder below: the store is looked for upwards
+
+    proc = memotest("list", cwd=sub)
+    assert proc.returncode == 0, proc.stderr
+    assert b"tox:lint  last passed" in proc.stdout
+    proc = memotest("show", "tox:lint", "--log", cwd=sub)
+    assert proc.returncode == 0 and proc.stdout == b"one\n", proc.stderr
+    proc = memotest("explain", "tox:lint", cwd=sub)
+    assert proc.returncode == 0 and b"tox:lint: up to date" in proc.stdout, proc.stderr
+
+    data.write_text("two\n")
+    proc = memotest("explain", "tox:lint", cwd=sub)
+    assert b"tox:lint: would run: " + str(data).encode() + b": content changed" in proc.stdout
+
+    proc = memotest("explain", "tox:other", cwd=sub)  # no such record: the usual error
+    assert proc.returncode == 2 and b"no memotest.toml found" in proc.stderr

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 from memotest import plugins
-from memotest.config import Project
-from memotest.errors import UsageError
-from memotest.store import Store, StoreError, StoreLocked
+from memotest.config import Project, Settings
+from memotest.errors import ConfigError, UsageError
+from memotest.store import STORE_DIR, Record, Store, StoreError, StoreLocked
 
 LOCK_WAIT = 600.0
 
@@ -50,3 +51,58 @@ def open_store(project: Project, *, lock: bool) -> Store:
         raise UsageError(str(exc)) from None
     except StoreError as exc:
         raise UsageError(f"the store in {project.root} cannot be used: {exc}") from None
+
+
+class Recorded:
+    """Records that no targets file defines, found by name in the store at or above the
+    current folder: what the tox plugin (``tox:ENV``), the make shell (``make:...``) and
+    the nox helper (``nox:...``) record. ``show``, ``explain`` and ``list`` fall back to
+    them when there is no targets file or it has no target of that name."""
+
+    def __init__(self, root: Path, records: dict[str, Record]) -> None:
+        self.root = root
+        self.records = records
+        self.project = Project(root / "memotest.toml", root, Settings(), {})
+
+    @classmethod
+    def find(cls, args: argparse.Namespace, names: list[str] | None) -> Recorded | None:
+        """The records named ``names`` (every record: None) when they all exist and the
+        command named no ``-f``/``--from``; else None (the caller reports its own error)."""
+        if getattr(args, "file", None) or getattr(args, "source", None):
+            return None
+        here = Path.cwd()
+        for folder in (here, *here.parents):
+            if (folder / STORE_DIR / "db.sqlite").is_file():
+                break
+        else:
+            return None
+        try:
+            with Store.open(folder, lock=False) as store:
+                records = store.records(names)
+        except StoreError:
+            return None
+        if not records or (names is not None and set(names) - set(records)):
+            return None
+        return cls(folder, records)
+
+    def note(self) -> str:
+        return f"(a record in {self.root / STORE_DIR}, made outside a targets file)"
+
+
+def load_or_recorded(
+    args: argparse.Namespace, names: list[str] | None
+) -> tuple[Project | None, Recorded | None]:
+    """The project, or, when there is none or it does not define the names, the store's
+    records of those names (:class:`Recorded`). Raises the project's error otherwise."""
+    try:
+        project = load_project(args)
+        if names:
+            from memotest.build import select
+
+            select(project, names)
+        return project, None
+    except (ConfigError, UsageError):
+        recorded = Recorded.find(args, names)
+        if recorded is None:
+            raise
+        return None, recorded

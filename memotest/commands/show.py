@@ -7,7 +7,7 @@ import sys
 from collections import Counter
 
 from memotest.build import select
-from memotest.commands.common import add_file_option, load_project, open_store
+from memotest.commands.common import add_file_option, load_or_recorded, load_project, open_store
 from memotest.errors import UsageError
 
 
@@ -49,8 +49,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def show(args: argparse.Namespace) -> int:
-    project = load_project(args)
-    if args.target not in project.targets:
+    project, recorded = load_or_recorded(args, [args.target])
+    if recorded is not None:
+        project = recorded.project
+        print(recorded.note(), file=sys.stderr)
+    assert project is not None
+    if recorded is None and args.target not in project.targets:
         hits = [t.name for t in select(project, [args.target])]  # unknown: the usual error
         if len(hits) != 1:
             raise UsageError(f"show: name one target, not a group: {args.target}")
@@ -83,7 +87,14 @@ def show(args: argparse.Namespace) -> int:
 
 
 def list_targets(args: argparse.Namespace) -> int:
-    project = load_project(args)
+    project, recorded = load_or_recorded(args, None)
+    if recorded is not None:
+        width = max(len(n) for n in recorded.records)
+        for name, rec in sorted(recorded.records.items()):
+            print(f"{name:{width}}  last {rec.status} in {rec.duration:.1f}s")
+        print(recorded.note())
+        return 0
+    assert project is not None
     with open_store(project, lock=False) as store:
         records = store.records(project.targets)
     width = max((len(n) for n in project.targets), default=0)
