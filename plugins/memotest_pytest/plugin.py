@@ -230,21 +230,43 @@ def load(cwd: Path, paths: list[str], python: str) -> Project:
         )
     settings = Settings(pass_env=(*DEFAULT_PASS_ENV, *PYTEST_PASS_ENV))
     run_args = RUN_ARGS
+    pin: tuple[str, ...] = ()
     if data.get("narrow"):
+        run_args = (*RUN_ARGS, *NARROW_ARGS)
         pin = pinned_config(data.get("inipath"), rootdir, data.get("settings", True))
-        run_args = (*RUN_ARGS, *NARROW_ARGS, *pin)
+    top = Path(data["inipath"]).parent if data.get("inipath") else rootdir
     targets: dict[str, Target] = {}
     for file in sorted(data["files"]):
         rel = os.path.relpath(file, rootdir)
         name = f"pytest:{rel}"
+        # pytest run on this one file would look for its configuration from the file's
+        # folder up: a configuration file in between (tests/sub/pytest.ini) may be the one
+        # it takes, so such a target is left to pytest's own search.
+        own = () if _config_between(Path(file).parent, top) else pin
         targets[name] = Target(
             name=name,
-            command=(python, *run_args, rel),
+            command=(python, *run_args, *own, rel),
             cwd=str(rootdir),
             source=SourceLocation(file),
         )
     project_file = Path(data["inipath"]) if data.get("inipath") else rootdir
     return Project(project_file, rootdir, settings, targets)
+
+
+#: The files pytest looks into for its configuration, in its order.
+CONFIG_NAMES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+
+
+def _config_between(folder: Path, top: Path) -> bool:
+    """Whether a folder from ``folder`` up to ``top`` (excluded) holds a file pytest would
+    look into for its configuration. Checked at every build (the loader runs every time)."""
+    if folder != top and top not in folder.parents:
+        return True  # not below the configuration's folder: leave it to pytest
+    while folder != top:
+        if any((folder / n).exists() for n in CONFIG_NAMES):
+            return True
+        folder = folder.parent
+    return False
 
 
 def pinned_config(inipath: str | None, rootdir: Path, settings: bool = True) -> tuple[str, ...]:

@@ -295,3 +295,23 @@ def test_without_a_config_file_the_targets_say_so(tmp_path):
     (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:doctest\n")
     code, out, st = build(root, "--pytest")
     assert st == {"pytest:tests/test_a.py": "passed"}, out
+
+
+def test_a_configuration_file_below_the_collections_is_left_to_pytest(tmp_path):
+    from memotest_pytest.plugin import load
+
+    root = write(
+        tmp_path / "nested",
+        {
+            "pytest.ini": "[pytest]\n",
+            "tests/test_a.py": "def test_a():\n    assert True\n",
+            "tests/sub/tox.ini": "[pytest]\naddopts = -x\n",
+            "tests/sub/test_b.py": "def test_b():\n    assert True\n",
+        },
+    )
+    targets = load(root, [], PY).targets
+    assert "-c" in targets["pytest:tests/test_a.py"].command
+    assert "-c" not in targets["pytest:tests/sub/test_b.py"].command  # pytest finds tox.ini
+    (root / "tests" / "sub" / "tox.ini").unlink()
+    targets = load(root, [], PY).targets
+    assert "-c" in targets["pytest:tests/sub/test_b.py"].command
