@@ -236,13 +236,14 @@ def load(cwd: Path, paths: list[str], python: str) -> Project:
         pin = pinned_config(data.get("inipath"), rootdir, data.get("settings", True))
     top = Path(data["inipath"]).parent if data.get("inipath") else rootdir
     targets: dict[str, Target] = {}
+    seen: dict[Path, bool] = {}
     for file in sorted(data["files"]):
         rel = os.path.relpath(file, rootdir)
         name = f"pytest:{rel}"
         # pytest run on this one file would look for its configuration from the file's
         # folder up: a configuration file in between (tests/sub/pytest.ini) may be the one
         # it takes, so such a target is left to pytest's own search.
-        own = () if _config_between(Path(file).parent, top) else pin
+        own = () if _config_between(Path(file).parent, top, seen) else pin
         targets[name] = Target(
             name=name,
             command=(python, *run_args, *own, rel),
@@ -257,16 +258,23 @@ def load(cwd: Path, paths: list[str], python: str) -> Project:
 CONFIG_NAMES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 
 
-def _config_between(folder: Path, top: Path) -> bool:
+def _config_between(folder: Path, top: Path, seen: dict[Path, bool] | None = None) -> bool:
     """Whether a folder from ``folder`` up to ``top`` (excluded) holds a file pytest would
-    look into for its configuration. Checked at every build (the loader runs every time)."""
-    if folder != top and top not in folder.parents:
-        return True  # not below the configuration's folder: leave it to pytest
-    while folder != top:
-        if any((folder / n).exists() for n in CONFIG_NAMES):
-            return True
-        folder = folder.parent
-    return False
+    look into for its configuration. Checked at every build (the loader runs every time);
+    ``seen`` caches the answer per folder across the files of one load."""
+    seen = {} if seen is None else seen
+    if folder == top:
+        return False
+    if folder in seen:
+        return seen[folder]
+    if top not in folder.parents:
+        answer = True  # not below the configuration's folder: leave it to pytest
+    elif any((folder / n).exists() for n in CONFIG_NAMES):
+        answer = True
+    else:
+        answer = _config_between(folder.parent, top, seen)
+    seen[folder] = answer
+    return answer
 
 
 def pinned_config(inipath: str | None, rootdir: Path, settings: bool = True) -> tuple[str, ...]:
