@@ -19,7 +19,8 @@ way to them, because memotest records everything a target looks at as an input:
   status 0.
 
 Given ``--pyargs``, or a path that does not exist, it stands aside (pytest reports the
-error as usual).
+error as usual); with ``MEMOTEST_PYTEST_NARROW=0`` in the environment too, for a suite
+whose conftest hooks must see every file of those folders (``docs/limits.md``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from pathlib import Path
 import pytest
 
 _WANTED = pytest.StashKey[tuple[Path, ...] | None]()
+#: ``MEMOTEST_PYTEST_NARROW=0``: collect as pytest does by itself.
+SWITCH = "MEMOTEST_PYTEST_NARROW"
 
 
 def _wanted(config: pytest.Config) -> tuple[Path, ...] | None:
@@ -37,7 +40,8 @@ def _wanted(config: pytest.Config) -> tuple[Path, ...] | None:
     if _WANTED in config.stash:
         return config.stash[_WANTED]
     wanted: tuple[Path, ...] | None = None
-    if not config.getoption("pyargs", False) and config.args:
+    off = os.environ.get(SWITCH, "").strip().lower() in ("0", "off", "no", "false")
+    if not off and not config.getoption("pyargs", False) and config.args:
         here = config.invocation_params.dir
         paths = [Path(os.path.abspath(here / arg.split("::", 1)[0])) for arg in config.args]
         if all(p.exists() for p in paths):

@@ -46,6 +46,7 @@ PYTEST_PASS_ENV = (
     "PYTEST_PLUGINS",
     "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
     "PYTEST_DEBUG",
+    "MEMOTEST_PYTEST_NARROW",  # memotest_pytest.narrow's switch
 )
 COLLECT_TIMEOUT = 600.0
 RUN_ARGS = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
