@@ -35,17 +35,27 @@ _WANTED = pytest.StashKey[tuple[Path, ...] | None]()
 SWITCH = "MEMOTEST_PYTEST_NARROW"
 
 
+def named_paths(config: pytest.Config) -> tuple[Path, ...] | None:
+    """The paths pytest was given, absolute as pytest makes them; None with ``--pyargs``,
+    none given, or one that does not exist."""
+    if config.getoption("pyargs", False) or not config.args:
+        return None
+    here = config.invocation_params.dir
+    paths = [Path(os.path.abspath(here / arg.split("::", 1)[0])) for arg in config.args]
+    return tuple(paths) if all(p.exists() for p in paths) else None
+
+
+def within(path: Path, named: tuple[Path, ...]) -> bool:
+    """Whether ``path`` is one of ``named`` or inside one."""
+    return any(path == w or w in path.parents for w in named)
+
+
 def _wanted(config: pytest.Config) -> tuple[Path, ...] | None:
-    """The named paths, absolute as pytest makes them (``None``: do not narrow)."""
+    """The named paths, or None: do not narrow."""
     if _WANTED in config.stash:
         return config.stash[_WANTED]
-    wanted: tuple[Path, ...] | None = None
     off = os.environ.get(SWITCH, "").strip().lower() in ("0", "off", "no", "false")
-    if not off and not config.getoption("pyargs", False) and config.args:
-        here = config.invocation_params.dir
-        paths = [Path(os.path.abspath(here / arg.split("::", 1)[0])) for arg in config.args]
-        if all(p.exists() for p in paths):
-            wanted = tuple(paths)
+    wanted = None if off else named_paths(config)
     config.stash[_WANTED] = wanted
     return wanted
 
@@ -56,9 +66,8 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     if wanted is None:
         return None
     path = Path(os.path.abspath(collection_path))
-    for w in wanted:
-        if path == w or w in path.parents or path in w.parents:
-            return None  # on the way to a named path, or inside one: pytest decides
+    if within(path, wanted) or any(path in w.parents for w in wanted):
+        return None  # a named path, inside one, or on the way to one: pytest decides
     return True
 
 

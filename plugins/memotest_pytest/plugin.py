@@ -113,11 +113,14 @@ class Noted(pytest.File):
 class FilesOnly(Collect):
     @pytest.hookimpl(hookwrapper=True)
     def pytest_collect_file(self, parent):
+        from memotest_pytest.narrow import named_paths, within
         outcome = yield
+        named = named_paths(parent.config)
         result = []
         for node in outcome.get_result() or []:
             if isinstance(node, pytest.File) and not isinstance(node, pytest.Package):
-                self.files[str(node.path)] = 0
+                if named is None or within(node.path, named):  # not a node pytest drops
+                    self.files[str(node.path)] = 0
                 # an empty stand-in, so that a file named on the command line is found
                 result.append(Noted.from_parent(parent, path=node.path))
             else:

@@ -329,3 +329,6 @@ def test_the_narrow_plugin_can_be_switched_off(proj):
     assert proc.returncode == 0, proc.stderr
     st = {t["name"]: t["status"] for t in json.loads(report.read_text())["targets"]}
     assert st["pytest:tests/test_arith.py"] == "passed"  # re-ran: it stat'ed test_plain.py
+    # the same targets: helper_not_a_test.py, which pytest makes a node for on the way to
+    # tests/ and drops, is not one
+    assert set(st) == set(ALL)
