@@ -84,6 +84,8 @@ try:
     narrow = importlib.util.find_spec(NARROW) is not None
 except ImportError:
     narrow = False
+# the plugin uses pytest 7's public API (StashKey, pytest.File, pytest.Package)
+narrow = narrow and hasattr(pytest, "StashKey") and hasattr(pytest, "Package")
 
 class Collect:
     def __init__(self):
