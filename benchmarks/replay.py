@@ -596,22 +596,28 @@ def collect(py: str, lane: Path, tests: str, env: dict[str, str]) -> dict:
     return {"files": sorted(files), "errors": data["errors"], "wall": wall, "tests": data["n"]}
 
 
+def timed(cmd: list[str], cwd: Path, env: dict) -> tuple[float, subprocess.CompletedProcess]:
+    """Runs a measured command (output captured as text, no stdin); its wall time too."""
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        cmd,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=RUN_TIMEOUT,
+        stdin=subprocess.DEVNULL,
+    )
+    return time.monotonic() - t0, proc
+
+
 def retest_all(py: str, lane: Path, files: list[str], env: dict, logs: Path) -> dict:
     per_file: dict[str, dict] = {}
     t0 = time.monotonic()
     for rel in files:
-        s = time.monotonic()
-        proc = subprocess.run(
-            [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", rel],
-            cwd=lane,
-            env=env,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=RUN_TIMEOUT,
-            stdin=subprocess.DEVNULL,
-        )
-        per_file[rel] = {"exit": proc.returncode, "time": round(time.monotonic() - s, 3)}
+        took, proc = timed([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", rel], lane, env)
+        per_file[rel] = {"exit": proc.returncode, "time": round(took, 3)}
         if proc.returncode != 0:
             (logs / ("retest-" + rel.replace("/", "_") + ".log")).write_text(
                 proc.stdout + proc.stderr
@@ -717,18 +723,7 @@ def memotest_build(
         "--pytest",
         tests,
     ]
-    t0 = time.monotonic()
-    proc = subprocess.run(
-        cmd,
-        cwd=lane,
-        env=env,
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=RUN_TIMEOUT,
-        stdin=subprocess.DEVNULL,
-    )
-    wall = time.monotonic() - t0
+    wall, proc = timed(cmd, lane, env)
     (logs / f"memotest-j{jobs}.txt").write_text(proc.stdout + proc.stderr)
     result: dict = {"wall": round(wall, 3), "exit": proc.returncode}
     if not report.exists():
@@ -778,18 +773,7 @@ def testmon(py: str, lane: Path, tests: str, env: dict, logs: Path) -> dict:
     # session at a collection error and its time would be that of running nothing.
     cmd = [py, "-m", "pytest", "--testmon", "--continue-on-collection-errors", "-q", "-rfE"]
     cmd.append(tests)
-    t0 = time.monotonic()
-    proc = subprocess.run(
-        cmd,
-        cwd=lane,
-        env=env,
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=RUN_TIMEOUT,
-        stdin=subprocess.DEVNULL,
-    )
-    wall = time.monotonic() - t0
+    wall, proc = timed(cmd, lane, env)
     out = proc.stdout + proc.stderr
     (logs / "testmon.txt").write_text(out)
     return {"wall": round(wall, 3), "exit": proc.returncode, **parse_testmon(out)}
