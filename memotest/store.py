@@ -944,13 +944,14 @@ class Store:
         if puts < max(GC_MIN_PUTS, records):
             self.set_meta("puts_since_gc", puts)
             return None
-        stats = self.gc()
-        self.set_meta("puts_since_gc", 0)
-        return stats
+        return self.gc()
 
     def gc(self) -> GcStats:
-        """Delete fingerprints, paths and blobs no record references, and stray temp files."""
+        """Delete fingerprints, paths and blobs no record references, and stray temp files
+        (and start counting the writes for :meth:`gc_if_due` again)."""
         self._require_lock()
+        self._puts = 0
+        self.set_meta("puts_since_gc", 0)
         stats = GcStats()
         with self._mutex:
             conn = self._db()

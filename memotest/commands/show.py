@@ -112,7 +112,6 @@ def clean(args: argparse.Namespace) -> int:
         if args.gc:
             before = store.size_bytes()
             stats = store.gc()
-            store.set_meta("puts_since_gc", 0)
             print(
                 f"removed {stats.fingerprints} unused fingerprints, {stats.paths} paths and "
                 f"{stats.blobs} blobs; the store went from {before / 1e6:.1f} MB to "
