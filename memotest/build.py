@@ -31,7 +31,7 @@ from memotest.plan import Fresh, Stale, plan
 from memotest.plugins import Config
 from memotest.report import Summary, TargetResult
 from memotest.runner import Outcome, Runner
-from memotest.store import STORE_DIR, Record, Store, split_output
+from memotest.store import STORE_DIR, Record, Store
 from memotest.validate import Ignore, make_record
 
 FLAKY_ATTEMPTS = 3
@@ -369,9 +369,7 @@ class Build:
 
     def replay(self, target: Target, record: Record) -> TargetResult:
         assert self.store is not None
-        for rel, value in record.outputs.items():
-            digest, executable = split_output(value)
-            self.store.restore_file(digest, os.path.join(target.cwd, rel), executable)
+        self.store.restore_outputs(record.outputs, target.cwd)
         log = self.store.read_blob(record.log_digest) if record.log_digest else b""
         return TargetResult(target.name, "cached", record.duration, record.exit_code, log=log)
 

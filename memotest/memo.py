@@ -20,7 +20,7 @@ from memotest.config import Project, Settings
 from memotest.model import Target
 from memotest.plan import Fresh, plan
 from memotest.runner import Runner
-from memotest.store import Store, split_output
+from memotest.store import Store
 from memotest.validate import make_record
 
 LOCK_TIMEOUT = 600.0
@@ -72,9 +72,7 @@ def run_memoized(
         verdict = plan([target], {target.name: key}, store, states, force=force)[target.name]
         if isinstance(verdict, Fresh):
             rec = verdict.record
-            for rel, value in rec.outputs.items():
-                digest, executable = split_output(value)
-                store.restore_file(digest, os.path.join(target.cwd, rel), executable)
+            store.restore_outputs(rec.outputs, target.cwd)
             log = store.read_blob(rec.log_digest) if rec.log_digest else b""
             return MemoResult(target.name, rec.status, rec.exit_code, True, log, rec.duration)
     env = keymod.run_environ(target, settings, environ)

@@ -876,6 +876,12 @@ class Store:
             raise CorruptBlob(f"blob {digest} does not match its digest")
         return data
 
+    def restore_outputs(self, outputs: dict[str, str], cwd: str) -> None:
+        """Puts a record's declared outputs (``Record.outputs``) back under ``cwd``."""
+        for rel, value in outputs.items():
+            digest, executable = split_output(value)
+            self.restore_file(digest, os.path.join(cwd, rel), executable)
+
     def restore_file(
         self, digest: str, path: str | os.PathLike[str], executable: bool | None = None
     ) -> bool:
