@@ -178,15 +178,18 @@ def test_editing_one_test_file_or_a_root_file_reruns_only_its_own_target(proj):
 
 
 def test_collection_does_not_import_test_modules_and_a_file_without_tests_passes(proj):
-    # Importing this module would leave a mark: the collection must not import it.
+    # Importing this module leaves a mark, outside the project (a new entry in a folder the
+    # targets list would rightly make them run again): the collection must not import it.
+    marks = proj.parent / "marks"
+    marks.mkdir()
     (proj / "tests" / "test_marks.py").write_text(
-        "import pathlib\npathlib.Path(__file__).with_suffix('.imported').touch()\n"
+        f"import os\nos.close(os.open({str(marks / 'imported')!r}, os.O_CREAT | os.O_WRONLY))\n"
     )
     code, out, st = build(proj, "--pytest")
     assert code == 0, out
     assert st == {**dict.fromkeys(ALL, "passed"), "pytest:tests/test_marks.py": "passed"}
     # it was imported once: by its own target, which found no tests and passed
-    assert (proj / "tests" / "test_marks.imported").exists()
+    assert (marks / "imported").exists()
     code, out, st = build(proj, "--pytest")
     assert st == {**dict.fromkeys(ALL, "cached"), "pytest:tests/test_marks.py": "cached"}
 
