@@ -9,7 +9,7 @@ from memotest.build import file_states, select
 from memotest.commands.common import Recorded, add_file_option, load_or_recorded, open_store
 from memotest.keys import TargetKey, target_key
 from memotest.model import Target
-from memotest.plan import Fresh, plan
+from memotest.plan import Fresh, Stale, plan
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -40,13 +40,16 @@ def run(args: argparse.Namespace) -> int:
     with open_store(project, lock=False) as store:
         keys = {t.name: target_key(t, project.settings) for t in targets}
         verdicts = plan(targets, keys, store, file_states(project))
-    for t in targets:
-        v = verdicts[t.name]
-        if isinstance(v, Fresh):
-            print(f"{t.name}: up to date (last run passed in {v.record.duration:.1f}s)")
-        else:
-            print(f"{t.name}: would run: {v.reason}")
+    say(verdicts)
     return 0
+
+
+def say(verdicts: dict[str, Fresh | Stale]) -> None:
+    for name, v in verdicts.items():
+        if isinstance(v, Fresh):
+            print(f"{name}: up to date (last run passed in {v.record.duration:.1f}s)")
+        else:
+            print(f"{name}: would run: {v.reason}")
 
 
 def explain_records(recorded: Recorded) -> int:
@@ -61,11 +64,7 @@ def explain_records(recorded: Recorded) -> int:
     }
     with open_store(recorded.project, lock=False) as store:
         verdicts = plan(targets, keys, store, file_states(recorded.project))
-    for name, v in verdicts.items():
-        if isinstance(v, Fresh):
-            print(f"{name}: up to date (last run passed in {v.record.duration:.1f}s)")
-        else:
-            print(f"{name}: would run: {v.reason}")
+    say(verdicts)
     print(
         f"{recorded.note()}: its inputs were checked; its command and environment are "
         "checked by the tool that runs it"

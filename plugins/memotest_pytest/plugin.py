@@ -113,11 +113,14 @@ class Noted(pytest.File):
         return []
 
 class FilesOnly(Collect):
+    named = False  # not computed yet
     @pytest.hookimpl(hookwrapper=True)
     def pytest_collect_file(self, parent):
         from memotest_pytest.narrow import named_paths, within
         outcome = yield
-        named = named_paths(parent.config)
+        if self.named is False:
+            self.named = named_paths(parent.config)
+        named = self.named
         result = []
         for node in outcome.get_result() or []:
             if isinstance(node, pytest.File) and not isinstance(node, pytest.Package):
