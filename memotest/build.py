@@ -46,6 +46,7 @@ class Options:
     verbose: bool = False
     audit: float = 0.0  # fraction of would-be-cached targets to run again and compare
     audit_seed: int | None = None
+    warm: bool = True  # fork warm-capable targets from warm workers (tracer/warm.py)
 
 
 def select(project: Project, names: Iterable[str]) -> list[Target]:
@@ -105,7 +106,7 @@ class Build:
         self.settings = project.settings
         self.states = file_states(project)
         self.env = keymod.env_key(self.settings)  # the same for every target
-        self.runner = Runner()
+        self.runner = Runner(warm=options.warm)
         self.store_dir = str(project.root / STORE_DIR)
         self.ignore = Ignore(self.settings.ignore, str(project.root), [self.store_dir])
 
@@ -232,7 +233,8 @@ class Build:
         finally:
             if jobserver is not None:
                 jobserver.close()
-        pool.shutdown(wait=True)
+            pool.shutdown(wait=True)
+            self.runner.close()
         summary.duration = time.monotonic() - started
         summary.results.sort(key=lambda r: serial.get(r.name, 0))
         return summary

@@ -18,6 +18,7 @@ from typing import BinaryIO
 
 from memotest.model import Target, Trace
 from memotest.tracer.run import TracedRun
+from memotest.tracer.warm import WarmSpec, WarmUnavailable, WorkerPool
 
 
 @dataclass
@@ -43,8 +44,11 @@ class Outcome:
 class Runner:
     """Starts targets and keeps track of the running ones so Ctrl-C can end them all."""
 
-    def __init__(self, work_root: str | None = None) -> None:
+    def __init__(self, work_root: str | None = None, *, warm: bool = True) -> None:
         self.work_root = work_root
+        #: Warm workers for targets that declare ``warm`` modules (``tracer/warm.py``);
+        #: None when they are switched off (``--no-warm``).
+        self.pool = WorkerPool(work_root) if warm else None
         self._running: set[TracedRun] = set()
         self._lock = threading.Lock()
         self.interrupted = threading.Event()
@@ -76,6 +80,7 @@ class Runner:
     def _run_traced(self, target: Target, env: dict, log, tmpdir: str, started: float) -> Outcome:
         if not os.path.isdir(target.cwd):
             return self._error(target, f"cwd {target.cwd} does not exist", started)
+        worker = self._worker(target, env)
         traced = TracedRun(
             target.argv,
             cwd=target.cwd,
@@ -83,10 +88,15 @@ class Runner:
             stdout=log,
             stderr=subprocess.STDOUT,
             trace_root=self.work_root,
+            launcher=worker.spawn if worker is not None else None,
         )
         with traced:
             try:
-                traced.start()
+                try:
+                    traced.start()
+                except WarmUnavailable:
+                    traced.launcher = subprocess.Popen  # a fresh process, as without one
+                    traced.start()
             except OSError as exc:
                 return self._error(target, f"cannot run {target.argv[0]}: {exc.strerror}", started)
             with self._lock:
@@ -119,6 +129,18 @@ class Runner:
             started=started,
             finished=finished,
         )
+
+    def _worker(self, target: Target, env: dict[str, str]):
+        """The warm worker of this thread that can run ``target``, if any."""
+        if self.pool is None or not target.warm or self.interrupted.is_set():
+            return None
+        spec = WarmSpec.of(target.argv, target.warm, target.cwd, env)
+        return self.pool.worker(spec) if spec is not None else None
+
+    def close(self) -> None:
+        """Stops the warm workers."""
+        if self.pool is not None:
+            self.pool.close()
 
     def _error(self, target: Target, message: str, started: float) -> Outcome:
         now = time.monotonic()

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,30 @@ def memotest(
         timeout=timeout,
         input=input,
     )
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    """Writes ``files`` (relative path: text, dedented) under ``root``; returns ``root``."""
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+    return root
+
+
+def build_statuses(
+    cwd: Path, *args: str, env: dict | None = None, report: Path | None = None
+) -> tuple[int, str, dict[str, str]]:
+    """Runs ``memotest build --json-report ... ARGS`` in ``cwd``: its exit status, its
+    output, and each target's status from the report (written beside ``cwd``)."""
+    report = report or cwd.parent / f"{cwd.name}-report.json"
+    proc = memotest("build", "--json-report", str(report), *args, cwd=cwd, env=env)
+    out = proc.stdout.decode() + proc.stderr.decode()
+    statuses = {}
+    if report.exists():
+        statuses = {t["name"]: t["status"] for t in json.loads(report.read_text())["targets"]}
+        report.unlink()
+    return proc.returncode, out, statuses
 
 
 def trace(*cmd: str, cwd: str | os.PathLike | None = None, env: dict | None = None) -> dict:

@@ -489,6 +489,57 @@ static void atfork_child(void)
     }
 }
 
+/* ---------------------------------------------------------- retargeting
+ *
+ * memotest_shim_retarget(dir): from now on this process writes its records to
+ * DIR/log (and DIR/status), and its children are given DIR: used by a warm
+ * worker (memotest/tracer/warm.py), which forks one child per run from a
+ * process that has already imported what every run needs. The child calls it
+ * right after fork, while it is still single-threaded: the records it makes
+ * from then on are its run's, and the records its parent made before the fork
+ * are the worker's own (memotest adds them to every run's trace). The dedup
+ * table starts empty, so the new log holds everything the child does, and the
+ * child announces itself (`P`, then `O` for every object already mapped) as
+ * the root of the new log. Returns 0, or -1 if the shim is not tracing or DIR
+ * is too long (the child must then not run). */
+static int copy_str(char *dst, size_t size, const char *a, const char *b);
+
+__attribute__((visibility("default"))) int memotest_shim_retarget(const char *dir)
+{
+    char log[sizeof g_log_path], status[sizeof g_status_path], envdir[sizeof shim_env_dir];
+    int saved = errno;
+    void *tab;
+
+    if (!shim_active || dir == NULL || dir[0] != '/' ||
+        copy_str(log, sizeof log, dir, "/log") != 0 ||
+        copy_str(status, sizeof status, dir, "/status") != 0 ||
+        copy_str(envdir, sizeof envdir, "MEMOTEST_TRACE_DIR=", dir) != 0 ||
+        strlen(dir) >= sizeof shim_trace_dir)
+        return -1;
+    shim_guard++;
+    memcpy(shim_trace_dir, dir, strlen(dir) + 1);
+    memcpy(g_log_path, log, sizeof log);
+    memcpy(g_status_path, status, sizeof status);
+    memcpy(shim_env_dir, envdir, sizeof envdir);
+    __atomic_store_n(&g_status_done, 0, __ATOMIC_RELAXED);
+    setenv("MEMOTEST_TRACE_DIR", shim_trace_dir, 1);
+    if (g_dedup != NULL) {
+        /* fresh zero pages in place of the inherited table */
+        tab = mmap(g_dedup, DEDUP_SLOTS * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+        if (tab == MAP_FAILED)
+            g_dedup = NULL; /* no dedup at all: every record is written */
+    }
+    __atomic_store_n(&g_dedup_count, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_dedup_full, 0, __ATOMIC_RELAXED);
+    shim_pid = shim_getpid();
+    emit_process(0, NULL);
+    shim_dl_rescan();
+    shim_guard--;
+    errno = saved;
+    return 0;
+}
+
 /* ---------------------------------------------------------- initialization */
 
 static int copy_str(char *dst, size_t size, const char *a, const char *b)

@@ -58,6 +58,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "at random, and fail if a result differs from the cached one",
     )
     p.add_argument("--audit-seed", type=int, metavar="N", help="the seed of --audit's choice")
+    p.add_argument(
+        "--no-warm",
+        action="store_true",
+        help="start every target as a fresh process, never forked from a warm worker "
+        "(pytest targets are, by default)",
+    )
     plugins.call("memotest_addoption", parser=p)
     p.set_defaults(run=run)
 
@@ -88,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         audit=args.audit,
         audit_seed=args.audit_seed,
+        warm=not args.no_warm,
     )
     store = None if args.no_cache else open_store(project, lock=not args.dry_run)
     undo = interrupt_on_sigterm()

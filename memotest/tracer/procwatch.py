@@ -64,6 +64,8 @@ class ProcessWatcher:
         self.root_pid = root_pid
         self.shim = shim
         self.trace_dir = trace_dir
+        #: Trace folders whose orphans are ours (a warm worker's: see ``warm.py``).
+        self.ours_dirs = {trace_dir}
         self.foreign: set[int] = set()
         self._me = os.getpid()
         self._me_ctime = psutil.Process(self._me).create_time()
@@ -115,7 +117,7 @@ class ProcessWatcher:
         if p.pid in self.foreign:
             return False
         try:
-            mine = p.environ().get("MEMOTEST_TRACE_DIR") == self.trace_dir
+            mine = p.environ().get("MEMOTEST_TRACE_DIR") in self.ours_dirs
         except psutil.Error:
             mine = False
         if not mine:

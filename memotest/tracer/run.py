@@ -9,11 +9,12 @@ import signal
 import subprocess
 import tempfile
 import time
-from typing import IO
+from collections.abc import Callable
+from typing import IO, Any
 
 import psutil
 
-from memotest.model import Trace
+from memotest.model import Incomplete, Trace
 from memotest.tracer import shim
 from memotest.tracer.collect import build_trace
 from memotest.tracer.log import read as read_log
@@ -41,6 +42,7 @@ class TracedRun:
         stderr: int | IO | None = None,
         trace_root: str | None = None,
         new_session: bool = True,
+        launcher: Callable[..., Any] | None = None,
     ) -> None:
         global _subreaper
         if not _subreaper:
@@ -60,7 +62,11 @@ class TracedRun:
         self.env = shim.traced_environ(base, self.dir)
         self._stdio = (stdin, stdout, stderr)
         self.new_session = new_session
-        self.proc: subprocess.Popen | None = None
+        #: What starts the command: ``subprocess.Popen``, or a warm worker's ``spawn``
+        #: (``memotest.tracer.warm``), which returns a Popen-like handle whose
+        #: ``prior_events`` (the worker's start-up) come before the run's own log.
+        self.launcher = launcher or subprocess.Popen
+        self.proc: Any = None
         self.watcher: ProcessWatcher | None = None
         self.started_ns = 0
         self.finished_ns = 0
@@ -77,7 +83,7 @@ class TracedRun:
         """Starts the command. Raises FileNotFoundError/PermissionError as Popen does."""
         stdin, stdout, stderr = self._stdio
         self.started_ns = time.time_ns()
-        self.proc = subprocess.Popen(
+        self.proc = self.launcher(
             self.argv,
             cwd=self.cwd,
             env=self.env,
@@ -86,7 +92,15 @@ class TracedRun:
             stderr=stderr,
             start_new_session=self.new_session,
         )
-        self.watcher = ProcessWatcher(self.proc.pid, self.lib, self.dir).start()
+        self.watcher = ProcessWatcher(self.proc.pid, self.lib, self.dir)
+        owner = getattr(self.proc, "owner", None)
+        if owner is not None:
+            # A warm worker's run: the worker is not part of it, but a process forked
+            # (not exec'd) in the run and orphaned carries the worker's environment.
+            pid, trace_dir = owner
+            self.watcher.foreign.add(pid)
+            self.watcher.ours_dirs.add(trace_dir)
+        self.watcher.start()
         return self
 
     @property
@@ -136,6 +150,9 @@ class TracedRun:
         self.finished_ns = time.time_ns()
         leftovers = self.watcher.stop()  # the last look also finds what is still running
         events, damage = read_log(self.log_path)
+        prior = getattr(self.proc, "prior_events", None)
+        if prior:
+            events = [*prior, *events]
         with open(self.status_path, "rb") as f:
             lost = f.read(1) != b"0"
         trace = build_trace(
@@ -151,6 +168,9 @@ class TracedRun:
             trace_dir=self.dir,
         )
         trace.started_ns, trace.finished_ns = self.started_ns, self.finished_ns
+        if getattr(self.proc, "lost", None):
+            trace.incomplete.append(Incomplete(self.proc.pid, None, self.proc.lost))
+            trace.complete = False
         if leftovers and kill_leftovers:
             for p in leftovers:
                 _signal(p, signal.SIGKILL)

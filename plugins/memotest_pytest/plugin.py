@@ -244,6 +244,7 @@ def load(cwd: Path, paths: list[str], python: str) -> Project:
         run_args = (*RUN_ARGS, *NARROW_ARGS)
         pin = pinned_config(data.get("inipath"), rootdir, data.get("settings", True))
     top = Path(data["inipath"]).parent if data.get("inipath") else rootdir
+    warm = warm_modules(bool(data.get("narrow")))
     targets: dict[str, Target] = {}
     seen: dict[Path, bool] = {}
     for file in sorted(data["files"]):
@@ -258,9 +259,22 @@ def load(cwd: Path, paths: list[str], python: str) -> Project:
             command=(python, *run_args, *own, rel),
             cwd=str(rootdir),
             source=SourceLocation(file),
+            warm=warm,
         )
     project_file = Path(data["inipath"]) if data.get("inipath") else rootdir
     return Project(project_file, rootdir, settings, targets)
+
+
+def warm_modules(narrow: bool) -> tuple[str, ...]:
+    """What a warm worker imports before forking the targets (``memotest/tracer/warm.py``):
+    pytest, memotest's narrow plugin, and the plugins pytest would load from entry points,
+    unless the environment tells pytest not to load them all (then it loads them itself,
+    in each run)."""
+    modules = ("pytest", NARROW) if narrow else ("pytest",)
+    addopts = os.environ.get("PYTEST_ADDOPTS", "")
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") or "no:" in addopts:
+        return modules
+    return (*modules, "entry-points:pytest11")
 
 
 #: The files pytest looks into for its configuration, in its order.

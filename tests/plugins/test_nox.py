@@ -6,17 +6,15 @@ Commands prove whether they ran by appending to a counter file outside the proje
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import sys
-import textwrap
 import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import memotest
+from conftest import build_statuses, memotest, write_tree
 
 PY = sys.executable
 NOX = str(Path(PY).parent / "nox") if (Path(PY).parent / "nox").is_file() else shutil.which("nox")
@@ -29,14 +27,6 @@ def environ(**extra: str) -> dict[str, str]:
     env.pop("MEMOTEST_NOX", None)
     env.update(extra)
     return env
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text))
-    return root
 
 
 def nox(root: Path, *args: str, env: dict | None = None) -> tuple[int, str]:
@@ -53,14 +43,7 @@ def nox(root: Path, *args: str, env: dict | None = None) -> tuple[int, str]:
 
 
 def build(root: Path, *args: str) -> tuple[int, str, dict[str, str]]:
-    report = root / "report.json"
-    proc = memotest("build", "-j", "2", "--json-report", str(report), *args, cwd=root)
-    out = proc.stdout.decode() + proc.stderr.decode()
-    statuses = {}
-    if report.exists():
-        statuses = {t["name"]: t["status"] for t in json.loads(report.read_text())["targets"]}
-        report.unlink()
-    return proc.returncode, out, statuses
+    return build_statuses(root, "-j", "2", *args, report=root / "report.json")
 
 
 def counter(path: Path) -> int:
@@ -88,7 +71,7 @@ LOADER_NOXFILE = """
 
 
 def test_loader_lists_sessions_as_targets_and_caches(tmp_path):
-    root = write(tmp_path, {"noxfile.py": LOADER_NOXFILE, "lint.txt": "L", "data.txt": "D"})
+    root = write_tree(tmp_path, {"noxfile.py": LOADER_NOXFILE, "lint.txt": "L", "data.txt": "D"})
     proc = memotest("list", "-f", "noxfile.py", cwd=root)
     listed = proc.stdout.decode()
     assert proc.returncode == 0, proc.stderr.decode()
@@ -112,7 +95,7 @@ def test_loader_lists_sessions_as_targets_and_caches(tmp_path):
 
 
 def test_memotest_toml_wins_over_auto_detected_noxfile(tmp_path):
-    root = write(
+    root = write_tree(
         tmp_path,
         {
             "noxfile.py": LOADER_NOXFILE,
@@ -174,7 +157,7 @@ HELPER_NOXFILE = """
 
 @pytest.fixture
 def helper_project(tmp_path):
-    root = write(tmp_path / "proj", {"noxfile.py": HELPER_NOXFILE, "data.txt": "one"})
+    root = write_tree(tmp_path / "proj", {"noxfile.py": HELPER_NOXFILE, "data.txt": "one"})
     return root, tmp_path / "counter"
 
 
@@ -269,7 +252,7 @@ VENV_NOXFILE = """
 
 def test_memoized_in_a_real_venv_reruns_when_a_dependency_changes(tmp_path):
     pytest.importorskip("virtualenv")
-    root = write(tmp_path / "proj", {"noxfile.py": VENV_NOXFILE})
+    root = write_tree(tmp_path / "proj", {"noxfile.py": VENV_NOXFILE})
     (root / "wheels").mkdir()
     count = tmp_path / "counter"
     _wheel(root / "wheels", "1.0")

@@ -8,37 +8,21 @@ from __future__ import annotations
 import json
 import os
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import memotest
+from conftest import build_statuses, memotest, write_tree
 
 PY = sys.executable
 
 
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text))
-    return root
-
-
 def build(cwd: Path, *args: str) -> tuple[int, str, dict[str, str]]:
-    report = cwd.parent / f"{cwd.name}-report.json"
-    proc = memotest("build", "-j", "2", "--json-report", str(report), *args, cwd=cwd)
-    out = proc.stdout.decode() + proc.stderr.decode()
-    statuses = {}
-    if report.exists():
-        statuses = {t["name"]: t["status"] for t in json.loads(report.read_text())["targets"]}
-        report.unlink()
-    return proc.returncode, out, statuses
+    return build_statuses(cwd, "-j", "2", *args)
 
 
 @pytest.fixture
 def proj(tmp_path):
-    return write(
+    return write_tree(
         tmp_path / "proj",
         {
             "pytest.ini": "[pytest]\ntestpaths = tests\n",
@@ -128,7 +112,7 @@ def test_from_pytest_and_no_tests(tmp_path, proj):
     assert proc.returncode == 0, proc.stderr.decode()
     assert all(name in proc.stdout.decode() for name in ALL)
 
-    empty = write(tmp_path / "empty", {"notes.txt": "no tests here\n"})
+    empty = write_tree(tmp_path / "empty", {"notes.txt": "no tests here\n"})
     code, out, _ = build(empty, "--pytest")
     assert code == 2
     assert "no tests collected" in out
@@ -238,7 +222,7 @@ def test_an_interpreter_without_memotest_gets_the_full_collection(tmp_path, proj
 def test_config_files_pytest_only_looked_into_are_not_inputs(tmp_path):
     """pytest reads pyproject.toml, tox.ini and setup.cfg looking for its section; the
     targets name the file the collection found (-c), so only that one is an input."""
-    root = write(
+    root = write_tree(
         tmp_path / "cfg",
         {
             "pyproject.toml": '[project]\nname = "x"\nversion = "1"\n',
@@ -272,7 +256,7 @@ def test_config_files_pytest_only_looked_into_are_not_inputs(tmp_path):
 
 
 def test_without_a_config_file_the_targets_say_so(tmp_path):
-    root = write(
+    root = write_tree(
         tmp_path / "nocfg",
         {
             "setup.cfg": "[metadata]\nversion = 1\n",
@@ -303,7 +287,7 @@ def test_without_a_config_file_the_targets_say_so(tmp_path):
 def test_a_configuration_file_below_the_collections_is_left_to_pytest(tmp_path):
     from memotest_pytest.plugin import load
 
-    root = write(
+    root = write_tree(
         tmp_path / "nested",
         {
             "pytest.ini": "[pytest]\n",

@@ -1,0 +1,425 @@
+"""Warm workers: a run forked from a process that has already started up.
+
+A pytest target spends 0.3-0.6 s starting Python, importing pytest and loading its plugins
+before its file's first test, every time. A target that declares ``warm`` modules (and
+whose command is ``PYTHON -m MODULE ARGS...``) can instead be forked from a *worker*: a
+process of the same interpreter, folder and environment that imported those modules once.
+Each run is a child of the worker that calls the shim's ``memotest_shim_retarget`` (so
+what it does from then on goes to its own run's log), takes the run's environment,
+folder and stdio, and runs ``MODULE`` as ``python -m`` would.
+
+What this costs the safety contract, and how it is paid:
+
+* What the worker read while starting is part of every run: the worker's own trace (its
+  log up to the moment it said it was ready) is put in front of each run's log, so every
+  record holds the worker's inputs too, and a record is reused only if they still hold.
+* The worker's memory must be what those inputs say. It is started once per build, and
+  before every fork its inputs are compared with a stat snapshot taken when it became
+  ready (itself checked for changes made while it started): if one changed, the worker
+  is stopped and the run starts fresh. A change after the fork is a change during the
+  run, which validation sees as for any run (the run's start time is taken before the
+  comparison).
+* A worker whose start-up could not be traced completely, that failed to import a
+  module, or that has a second thread, is not used: its runs start fresh.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from typing import IO, Any
+
+from memotest.tracer import shim
+from memotest.tracer.collect import build_trace
+from memotest.tracer.log import Event
+from memotest.tracer.log import read as read_log
+
+#: How long a worker may take to import its modules.
+WARMUP_TIMEOUT = 120.0
+#: A change this close before the worker started counts as made while it started
+#: (timestamps come from a clock coarser than ``time.time_ns``).
+CLOCK_SLACK_NS = 50_000_000
+CHANGED_WHILE_STARTING = "a file it read changed while it started"
+#: Variables set per run, not per worker.
+PER_RUN_ENV = ("TMPDIR", "TMP", "TEMP", "MEMOTEST_TRACE_DIR", "MEMOTEST_SHIM")
+
+# Runs in the target's interpreter (which need not be able to import memotest): the
+# standard library only. argv[1] is a JSON object: "modules" to import, entry point
+# "groups" whose entry points to load, and the "shim" to call. Messages are JSON lines:
+# requests on fd 0, answers on fd 1.
+WORKER_SOURCE = r"""
+import os, sys
+sys.path[0] = os.getcwd()  # where python -m puts the current folder
+
+def send(obj):
+    data = (json.dumps(obj) + "\n").encode()
+    while data:
+        data = data[os.write(1, data):]
+
+def serve():
+    global json
+    import ctypes, gc, importlib, importlib.metadata, json, threading
+    cfg = json.loads(sys.argv[1])
+    errors = []
+    for name in cfg["modules"]:
+        try:
+            importlib.import_module(name)
+        except BaseException as exc:
+            errors.append("import %s: %r" % (name, exc))
+    for group in cfg["groups"]:
+        try:
+            for ep in importlib.metadata.entry_points(group=group):
+                ep.load()
+        except BaseException as exc:
+            errors.append("entry points %s: %r" % (group, exc))
+    retarget = ctypes.CDLL(cfg["shim"]).memotest_shim_retarget
+    retarget.argtypes = [ctypes.c_char_p]
+    retarget.restype = ctypes.c_int
+    if threading.active_count() != 1 or len(os.listdir("/proc/self/task")) != 1:
+        errors.append("more than one thread after start-up")
+    send({"ready": not errors, "errors": errors})
+    if errors:
+        os._exit(0)
+    gc.collect()
+    gc.freeze()  # what is shared with the children stays shared
+    buf = b""
+    while True:
+        while b"\n" not in buf:
+            chunk = os.read(0, 65536)
+            if not chunk:
+                os._exit(0)
+            buf += chunk
+        line, buf = buf.split(b"\n", 1)
+        job = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            return job, retarget
+        send({"pid": pid})
+        _, status = os.waitpid(pid, 0)
+        send({"status": status})
+
+def become(job, retarget):
+    import importlib, runpy, tempfile
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDONLY)
+    log = os.open(job["log"], os.O_WRONLY | os.O_APPEND)
+    os.dup2(null, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(null)
+    os.close(log)
+    os.environ.clear()
+    os.environ.update(job["env"])
+    os.chdir(job["cwd"])
+    if retarget(os.fsencode(job["trace_dir"])) != 0:
+        os.write(2, b"memotest: the warm worker could not redirect the trace\n")
+        os._exit(70)
+    tempfile.tempdir = None
+    importlib.invalidate_caches()
+    for key in [k for k, v in sys.path_importer_cache.items() if v is None]:
+        del sys.path_importer_cache[key]  # a folder missing then may be there now
+    sys.path[0] = os.getcwd()
+    sys.argv = [job["module"], *job["args"]]
+    main = getattr(runpy, "_run_module_as_main", None)
+    if main is not None:
+        main(job["module"], alter_argv=True)
+    else:
+        runpy.run_module(job["module"], run_name="__main__", alter_sys=True)
+
+become(*serve())
+"""
+
+
+class WarmUnavailable(Exception):
+    """The worker cannot run this one: run it fresh."""
+
+
+@dataclass(frozen=True)
+class WarmSpec:
+    """What makes two runs able to share a worker."""
+
+    python: str
+    module: str
+    modules: tuple[str, ...]
+    groups: tuple[str, ...]
+    cwd: str
+    env: frozenset[tuple[str, str]]
+
+    @classmethod
+    def of(cls, argv: list[str], warm: tuple[str, ...], cwd: str, env: dict[str, str]):
+        """The spec of a run, or None when ``argv`` is not ``PYTHON -m MODULE ...``."""
+        if len(argv) < 3 or argv[1] != "-m" or not os.path.isabs(argv[0]):
+            return None
+        modules = tuple(w for w in warm if not w.startswith("entry-points:"))
+        groups = tuple(w.split(":", 1)[1] for w in warm if w.startswith("entry-points:"))
+        kept = frozenset((k, v) for k, v in env.items() if k not in PER_RUN_ENV)
+        return cls(argv[0], argv[2], modules, groups, cwd, kept)
+
+
+def _sig(path: str) -> tuple[int, ...] | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+class _Channel:
+    """JSON lines from a pipe, with a timeout."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.fd = stream.fileno()
+        self.buf = b""
+
+    def read(self, timeout: float | None) -> dict[str, Any] | None:
+        """The next message; None at end of file; TimeoutError after ``timeout``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if not ready:
+                raise TimeoutError
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+
+class Worker:
+    """One warm process, serving one run at a time."""
+
+    def __init__(self, spec: WarmSpec, work_root: str | None = None) -> None:
+        from memotest.tracer.run import TracedRun  # run.py imports this module
+
+        self.spec = spec
+        self.dir = tempfile.mkdtemp(prefix="memotest-worker-", dir=work_root)
+        tmp = os.path.join(self.dir, "tmp")
+        os.mkdir(tmp)
+        self.err_path = os.path.join(self.dir, "stderr")
+        self._err = open(self.err_path, "wb")  # noqa: SIM115 - closed by close()
+        config = {"modules": spec.modules, "groups": spec.groups, "shim": shim.shim_path()}
+        self.run = TracedRun(
+            [spec.python, "-c", WORKER_SOURCE, json.dumps(config)],
+            cwd=spec.cwd,
+            env=dict(spec.env, TMPDIR=tmp, TMP=tmp, TEMP=tmp),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._err,
+            trace_root=self.dir,
+        )
+        self.events: list[Event] = []
+        self.snapshot: dict[str, tuple[int, ...] | None] = {}
+        self.usable = False
+        self.why = ""
+        self._chan: _Channel | None = None
+
+    def start(self) -> bool:
+        """Starts the worker and waits until it is ready; False if it cannot be used
+        (``why`` says why)."""
+        started_ns = time.time_ns()
+        try:
+            self.run.start()
+        except OSError as exc:
+            self.why = f"cannot start {self.spec.python}: {exc.strerror}"
+            return False
+        proc = self.run.proc
+        assert proc is not None and proc.stdout is not None and self.run.watcher is not None
+        self._chan = _Channel(proc.stdout)
+        try:
+            msg = self._chan.read(WARMUP_TIMEOUT)
+        except TimeoutError:
+            msg = None
+        self.run.watcher.stop()  # from now on the worker itself does nothing to trace
+        if not msg or not msg.get("ready"):
+            errors = "; ".join(msg.get("errors", [])) if msg else ""
+            self.why = errors or self._stderr_tail() or "the worker did not start"
+            return False
+        events, damage = read_log(self.run.log_path)
+        with open(self.run.status_path, "rb") as f:
+            lost = f.read(1) != b"0"
+        trace = build_trace(
+            command=self.run.argv,
+            exit_code=0,
+            root_pid=self.run.pid,
+            events=events,
+            damage=damage,
+            records_lost=lost,
+            seen=list(self.run.watcher.seen.values()),
+            leftovers=[],
+            shim=self.run.lib,
+            trace_dir=self.run.dir,
+        )
+        if not trace.complete:
+            self.why = "its start-up was not traced completely"
+            return False
+        self.events = events
+        paths = trace.reads | trace.stats | trace.missing | trace.listed | trace.loaded
+        paths |= trace.execs
+        self.snapshot = {p: _sig(p) for p in sorted(paths)}
+        for sig in self.snapshot.values():
+            if sig is not None and max(sig[4], sig[5]) >= started_ns - CLOCK_SLACK_NS:
+                self.why = CHANGED_WHILE_STARTING
+                return False
+        self.usable = True
+        return True
+
+    def holds(self) -> bool:
+        """Whether everything the worker observed while starting is still as it was."""
+        return all(_sig(p) == sig for p, sig in self.snapshot.items())
+
+    def spawn(
+        self,
+        argv: list[str],
+        *,
+        cwd: str | None,
+        env: dict[str, str],
+        stdout: IO[bytes],
+        **_: object,
+    ) -> RemoteProcess:
+        """Forks a run of ``argv`` (``PYTHON -m MODULE ARGS``); the Popen of a TracedRun.
+        Raises :class:`WarmUnavailable` when the worker cannot take it."""
+        proc = self.run.proc
+        if not self.usable or proc is None or proc.stdin is None or self._chan is None:
+            raise WarmUnavailable(self.why or "the worker is not ready")
+        if not self.holds():
+            self.usable = False
+            self.why = "a file it read changed"
+            raise WarmUnavailable(self.why)
+        job = {
+            "module": self.spec.module,
+            "args": argv[3:],
+            "cwd": cwd or self.spec.cwd,
+            "env": env,
+            "trace_dir": env["MEMOTEST_TRACE_DIR"],
+            "log": stdout.name,
+        }
+        try:
+            proc.stdin.write((json.dumps(job) + "\n").encode())
+            proc.stdin.flush()
+            msg = self._chan.read(WARMUP_TIMEOUT)
+        except (OSError, TimeoutError, ValueError):
+            msg = None
+        if not msg or "pid" not in msg:
+            self.usable = False
+            self.why = "the worker stopped answering"
+            raise WarmUnavailable(self.why)
+        return RemoteProcess(self, int(msg["pid"]))
+
+    def _stderr_tail(self) -> str:
+        try:
+            with open(self.err_path, "rb") as f:
+                return f.read()[-300:].decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        """Stops the worker (and whatever run it still has) and removes its folder."""
+        self.usable = False
+        proc = self.run.proc
+        if proc is not None:
+            with contextlib.suppress(OSError, ValueError):
+                if proc.stdin is not None:
+                    proc.stdin.close()  # the worker ends at end of file
+            try:
+                proc.wait(2.0)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(Exception):
+                    self.run.kill(grace=0.5)
+            if proc.stdout is not None:
+                proc.stdout.close()
+        self.run.__exit__(None, None, None)
+        self._err.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class RemoteProcess:
+    """A run forked by a worker, seen as the Popen of a :class:`TracedRun`: the worker
+    is its parent and reports how it ended."""
+
+    def __init__(self, worker: Worker, pid: int) -> None:
+        self.worker = worker
+        self.pid = pid
+        self.returncode: int | None = None
+        #: Why the run's end could not be observed (the worker died), if it could not.
+        self.lost: str | None = None
+        self.prior_events = worker.events
+        #: The worker's pid and trace folder, for the run's process watcher.
+        self.owner = (worker.run.pid, worker.run.dir)
+
+    def poll(self) -> int | None:
+        try:
+            return self.wait(0)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is not None:
+            return self.returncode
+        chan = self.worker._chan
+        assert chan is not None
+        try:
+            msg = chan.read(timeout)
+        except TimeoutError:
+            raise subprocess.TimeoutExpired("warm run", timeout or 0) from None
+        if msg is None or "status" not in msg:
+            # The worker is gone: the run, re-parented to us, is ended and not trusted.
+            self.worker.usable = False
+            self.lost = "the warm worker ended during the run"
+            with contextlib.suppress(OSError):
+                os.killpg(self.pid, 9)
+            self.returncode = -9
+        else:
+            self.returncode = os.waitstatus_to_exitcode(int(msg["status"]))
+        return self.returncode
+
+
+class WorkerPool:
+    """One worker per thread (a job slot runs one target at a time), started on first
+    use; a thread whose next run needs another spec gets a new worker."""
+
+    def __init__(self, work_root: str | None = None) -> None:
+        self.work_root = work_root
+        self._workers: dict[int, Worker] = {}
+        self._starts: dict[WarmSpec, int] = {}
+        self._lock = threading.Lock()
+
+    def worker(self, spec: WarmSpec) -> Worker | None:
+        """This thread's worker for ``spec``, started if needed; None if none can be."""
+        me = threading.get_ident()
+        with self._lock:
+            if self._starts.get(spec, 0) < 0:
+                return None
+            current = self._workers.get(me)
+        if current is not None and current.spec == spec and current.usable:
+            return current
+        if current is not None:
+            current.close()
+        worker = Worker(spec, self.work_root)
+        if not worker.start():
+            worker.close()
+            with self._lock:
+                self._workers.pop(me, None)
+                # Once more if a file changed meanwhile; an import error would fail again.
+                again = worker.why == CHANGED_WHILE_STARTING and self._starts.get(spec, 0) == 0
+                self._starts[spec] = 1 if again else -1
+            return None
+        with self._lock:
+            self._workers[me] = worker
+        return worker
+
+    def close(self) -> None:
+        with self._lock:
+            workers = list(self._workers.values())
+            self._workers.clear()
+        for w in workers:
+            w.close()

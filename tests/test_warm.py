@@ -1,0 +1,197 @@
+"""Warm workers (``memotest/tracer/warm.py``): runs forked from a process that has already
+imported what they need. Real workers, real forks, under the real shim."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import build_statuses, memotest, write_tree
+
+from memotest.model import Target
+from memotest.runner import Runner
+from memotest.tracer.warm import WarmSpec, WarmUnavailable, Worker
+
+PY = sys.executable
+
+# A test that passes only when its process was forked from a warm worker.
+FORKED_TEST = """
+import os
+
+def test_forked_from_the_worker():
+    with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+        assert b"memotest_shim_retarget" in f.read()
+"""
+
+
+build = build_statuses
+
+
+def plugin_site(root: Path) -> Path:
+    """A folder for PYTHONPATH holding a pytest plugin installed through an entry point,
+    which the worker imports before forking (and the runs themselves never read)."""
+    return write_tree(
+        root,
+        {
+            "myplug.py": "def pytest_configure(config):\n    config.myplug = 1\n",
+            "myplug-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: myplug\nVersion: 1.0\n",
+            "myplug-1.0.dist-info/entry_points.txt": "[pytest11]\nmyplug = myplug\n",
+        },
+    )
+
+
+def test_pytest_targets_run_forked_from_a_warm_worker(tmp_path):
+    proj = write_tree(
+        tmp_path / "proj",
+        {
+            "pytest.ini": "[pytest]\n",
+            "tests/test_a.py": FORKED_TEST,
+            "tests/test_b.py": FORKED_TEST,
+            "tests/test_c.py": "def test_fails():\n    assert 1 == 2\n",
+        },
+    )
+    code, out, st = build(proj, "-j", "2", "--pytest")
+    assert code == 1, out
+    assert st == {
+        "pytest:tests/test_a.py": "passed",
+        "pytest:tests/test_b.py": "passed",
+        "pytest:tests/test_c.py": "failed",
+    }
+    assert "assert 1 == 2" in out  # the forked run's output is its log
+    code, out, st = build(proj, "-j", "2", "--pytest")
+    assert st["pytest:tests/test_a.py"] == "cached", out
+    assert st["pytest:tests/test_b.py"] == "cached", out
+    # --no-warm starts fresh processes, whose parent is memotest: the check fails.
+    code, out, st = build(proj, "--force", "--no-warm", "--pytest", "tests/test_a.py")
+    assert st == {"pytest:tests/test_a.py": "failed"}, out
+
+
+def test_a_change_to_what_the_worker_imported_reruns_the_targets(tmp_path):
+    site = plugin_site(tmp_path / "site")
+    proj = write_tree(
+        tmp_path / "proj",
+        {
+            "pytest.ini": "[pytest]\n",
+            "tests/test_a.py": "def test_plugin(request):\n    assert request.config.myplug\n",
+            "tests/test_b.py": FORKED_TEST,
+        },
+    )
+    env = dict(os.environ, PYTHONPATH=str(site))
+    code, out, st = build(proj, "--pytest", env=env)
+    assert code == 0, out
+    assert set(st.values()) == {"passed"}
+    proc = memotest("show", "--paths", "pytest:tests/test_a.py", cwd=proj, env=env)
+    assert str(site / "myplug.py") in proc.stdout.decode()  # read by the worker only
+    code, out, st = build(proj, "--pytest", env=env)
+    assert set(st.values()) == {"cached"}, out
+    (site / "myplug.py").write_text("def pytest_configure(config):\n    config.myplug = 0\n")
+    code, out, st = build(proj, "-v", "--pytest", env=env)
+    assert st == {"pytest:tests/test_a.py": "failed", "pytest:tests/test_b.py": "passed"}, out
+
+
+def warm_target(cwd: Path, module: str, **kw) -> Target:
+    return Target(name=module, command=(PY, "-m", module), cwd=str(cwd), warm=("warmdep",), **kw)
+
+
+@pytest.fixture
+def modules(tmp_path):
+    root = write_tree(
+        tmp_path / "mods",
+        {
+            "warmdep.py": "VALUE = 1\n",
+            "readsome.py": """
+                import sys, warmdep
+                print("value", warmdep.VALUE, open("data.txt").read().strip())
+                sys.exit(3)
+            """,
+            "sleeper.py": "import time\ntime.sleep(60)\n",
+            "leaves.py": """
+                import os, time
+                if os.fork() == 0:
+                    time.sleep(30)
+                    os._exit(0)
+                print("parent done")
+            """,
+            "data.txt": "hello\n",
+        },
+    )
+    time.sleep(0.1)  # older than a worker started now (a newer file makes it unusable)
+    return root
+
+
+def env_for(mods: Path) -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(mods))
+
+
+@pytest.fixture
+def runner():
+    r = Runner()
+    yield r
+    r.close()
+
+
+def run(runner: Runner, mods: Path, module: str, **kw):
+    return runner.run(warm_target(mods, module, **kw), env_for(mods))
+
+
+def test_a_warm_run_reports_its_exit_log_and_the_workers_reads(modules, runner):
+    first = run(runner, modules, "readsome")
+    second = run(runner, modules, "readsome")
+    for outcome in (first, second):
+        assert outcome.status == "failed" and outcome.exit_code == 3
+        assert outcome.log == b"value 1 hello\n"
+        trace = outcome.trace
+        assert trace is not None and trace.complete, trace.incomplete
+        assert str(modules / "data.txt") in trace.reads  # the run's own read
+        assert str(modules / "warmdep.py") in trace.reads  # the worker's
+    # One worker served both: its process is in both traces, the runs' are not.
+    pids = [{p.pid for p in o.trace.processes} for o in (first, second)]  # type: ignore[union-attr]
+    assert len(pids[0] & pids[1]) == 1
+
+
+def test_a_warm_run_that_times_out_is_killed_and_the_worker_goes_on(modules, runner):
+    t0 = time.monotonic()
+    slow = run(runner, modules, "sleeper", timeout=1.0)
+    assert slow.status == "timeout"
+    assert time.monotonic() - t0 < 20
+    after = run(runner, modules, "readsome")
+    assert after.exit_code == 3 and after.log == b"value 1 hello\n"
+
+
+def test_a_forked_child_left_running_makes_the_warm_trace_incomplete(modules, runner):
+    outcome = run(runner, modules, "leaves")
+    assert outcome.status == "passed"
+    assert outcome.trace is not None and not outcome.trace.complete
+    reasons = [i.reason for i in outcome.trace.incomplete]
+    assert "still running after the command exited" in reasons
+
+
+def test_a_worker_whose_inputs_changed_does_not_fork(modules, runner):
+    spec = WarmSpec.of([PY, "-m", "readsome"], ("warmdep",), str(modules), env_for(modules))
+    assert spec is not None
+    worker = Worker(spec)
+    try:
+        assert worker.start(), worker.why
+        assert str(modules / "warmdep.py") in worker.snapshot
+        assert worker.holds()
+        time.sleep(0.01)
+        (modules / "warmdep.py").write_text("VALUE = 2\n")
+        assert not worker.holds()
+        with pytest.raises(WarmUnavailable):
+            worker.spawn([PY, "-m", "readsome"], cwd=str(modules), env={}, stdout=sys.stdout)
+    finally:
+        worker.close()
+    # The runner then starts a new worker, which sees the new value.
+    assert run(runner, modules, "readsome").log == b"value 2 hello\n"
+
+
+def test_a_worker_that_cannot_import_its_modules_is_not_used(modules, runner):
+    (modules / "warmdep.py").write_text("raise RuntimeError('broken at import')\n")
+    outcome = run(runner, modules, "readsome")
+    # Run fresh: the import fails in the run itself, as it would without a worker.
+    assert outcome.status == "failed"
+    assert b"broken at import" in outcome.log
+    assert outcome.trace is not None and outcome.trace.complete
