@@ -234,7 +234,6 @@ class Build:
             if jobserver is not None:
                 jobserver.close()
             pool.shutdown(wait=True)
-            self.runner.close()
         summary.duration = time.monotonic() - started
         summary.results.sort(key=lambda r: serial.get(r.name, 0))
         return summary

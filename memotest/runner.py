@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 from memotest.model import Target, Trace
 from memotest.tracer.run import TracedRun
-from memotest.tracer.warm import WarmSpec, WarmUnavailable, WorkerPool
+from memotest.tracer.warm import WarmSpec, WarmUnavailable, shared_pool
 
 
 @dataclass
@@ -46,9 +46,9 @@ class Runner:
 
     def __init__(self, work_root: str | None = None, *, warm: bool = True) -> None:
         self.work_root = work_root
-        #: Warm workers for targets that declare ``warm`` modules (``tracer/warm.py``);
-        #: None when they are switched off (``--no-warm``).
-        self.pool = WorkerPool(work_root) if warm else None
+        #: Whether targets that declare ``warm`` modules are forked from this process's
+        #: warm workers (``tracer/warm.py``); off with ``--no-warm``.
+        self.warm = warm
         self._running: set[TracedRun] = set()
         self._lock = threading.Lock()
         self.interrupted = threading.Event()
@@ -131,16 +131,11 @@ class Runner:
         )
 
     def _worker(self, target: Target, env: dict[str, str]):
-        """The warm worker of this thread that can run ``target``, if any."""
-        if self.pool is None or not target.warm or self.interrupted.is_set():
+        """The warm worker that can run ``target``, if there is one."""
+        if not self.warm or not target.warm or self.interrupted.is_set():
             return None
         spec = WarmSpec.of(target.argv, target.warm, target.cwd, env)
-        return self.pool.worker(spec) if spec is not None else None
-
-    def close(self) -> None:
-        """Stops the warm workers."""
-        if self.pool is not None:
-            self.pool.close()
+        return shared_pool().worker(spec) if spec is not None else None
 
     def _error(self, target: Target, message: str, started: float) -> Outcome:
         now = time.monotonic()

@@ -13,7 +13,7 @@ from conftest import build_statuses, memotest, write_tree
 
 from memotest.model import Target
 from memotest.runner import Runner
-from memotest.tracer.warm import WarmSpec, WarmUnavailable, Worker
+from memotest.tracer.warm import WarmSpec, WarmUnavailable, Worker, close_shared_pool
 
 PY = sys.executable
 
@@ -128,9 +128,8 @@ def env_for(mods: Path) -> dict[str, str]:
 
 @pytest.fixture
 def runner():
-    r = Runner()
-    yield r
-    r.close()
+    yield Runner()
+    close_shared_pool()
 
 
 def run(runner: Runner, mods: Path, module: str, **kw):
@@ -150,6 +149,18 @@ def test_a_warm_run_reports_its_exit_log_and_the_workers_reads(modules, runner):
     # One worker served both: its process is in both traces, the runs' are not.
     pids = [{p.pid for p in o.trace.processes} for o in (first, second)]  # type: ignore[union-attr]
     assert len(pids[0] & pids[1]) == 1
+
+
+def test_runs_at_once_are_forked_from_one_worker(modules, runner):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(3) as pool:
+        outcomes = list(pool.map(lambda _: run(runner, modules, "readsome"), range(3)))
+    for o in outcomes:
+        assert o.exit_code == 3 and o.log == b"value 1 hello\n"
+        assert o.trace is not None and o.trace.complete, o.trace.incomplete
+    pids = [{p.pid for p in o.trace.processes} for o in outcomes]  # type: ignore[union-attr]
+    assert len(pids[0] & pids[1] & pids[2]) == 1  # the worker's
 
 
 def test_a_warm_run_that_times_out_is_killed_and_the_worker_goes_on(modules, runner):

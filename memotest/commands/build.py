@@ -10,6 +10,7 @@ from memotest.build import Build, Options, interrupt_on_sigterm, select
 from memotest.commands.common import add_file_option, load_project, open_store
 from memotest.errors import UsageError
 from memotest.store import Store
+from memotest.tracer.warm import close_shared_pool
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -105,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         return 130
     finally:
         undo()
+        close_shared_pool()  # the warm workers (also stopped at exit, e.g. after an error)
         if store is not None:
             try:
                 if not args.dry_run:

@@ -25,11 +25,14 @@ What this costs the safety contract, and how it is paid:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
+import queue
 import select
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -66,7 +69,7 @@ def send(obj):
 
 def serve():
     global json
-    import ctypes, gc, importlib, importlib.metadata, json, threading
+    import ctypes, gc, importlib, importlib.metadata, json, select, threading
     cfg = json.loads(sys.argv[1])
     errors = []
     for name in cfg["modules"]:
@@ -85,26 +88,37 @@ def serve():
     retarget.restype = ctypes.c_int
     if threading.active_count() != 1 or len(os.listdir("/proc/self/task")) != 1:
         errors.append("more than one thread after start-up")
+    if not hasattr(os, "pidfd_open"):
+        errors.append("os.pidfd_open is missing (Python 3.9+ on Linux 5.3+)")
     send({"ready": not errors, "errors": errors})
     if errors:
         os._exit(0)
     gc.collect()
     gc.freeze()  # what is shared with the children stays shared
-    buf = b""
-    while True:
-        while b"\n" not in buf:
+    children = {}  # pidfd: pid
+    buf, eof = b"", False
+    while children or not eof:
+        for fd in select.select([*children, *([] if eof else [0])], [], [])[0]:
+            if fd in children:
+                pid = children.pop(fd)
+                os.close(fd)
+                _, status = os.waitpid(pid, 0)
+                send({"pid": pid, "status": status})
+                continue
             chunk = os.read(0, 65536)
-            if not chunk:
-                os._exit(0)
+            eof = not chunk
             buf += chunk
-        line, buf = buf.split(b"\n", 1)
-        job = json.loads(line)
-        pid = os.fork()
-        if pid == 0:
-            return job, retarget
-        send({"pid": pid})
-        _, status = os.waitpid(pid, 0)
-        send({"status": status})
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                job = json.loads(line)
+                pid = os.fork()
+                if pid == 0:
+                    for other in children:
+                        os.close(other)
+                    return job, retarget
+                children[os.pidfd_open(pid)] = pid
+                send({"id": job["id"], "pid": pid})
+    os._exit(0)
 
 def become(job, retarget):
     import importlib, runpy, tempfile
@@ -196,7 +210,8 @@ class _Channel:
 
 
 class Worker:
-    """One warm process, serving one run at a time."""
+    """One warm process. It forks any number of runs at once (one per job slot); a
+    thread reads its answers: the pid of each run it forked, and how each run ended."""
 
     def __init__(self, spec: WarmSpec, work_root: str | None = None) -> None:
         from memotest.tracer.run import TracedRun  # run.py imports this module
@@ -221,7 +236,13 @@ class Worker:
         self.snapshot: dict[str, tuple[int, ...] | None] = {}
         self.usable = False
         self.why = ""
-        self._chan: _Channel | None = None
+        self._lock = threading.Lock()
+        self._next_id = 0
+        self._replies: dict[int, queue.SimpleQueue[dict[str, Any] | None]] = {}
+        self._runs: dict[int, RemoteProcess] = {}
+        self._ended: dict[int, int] = {}  # statuses that came before their run was known
+        self._gone = False
+        self._reader: threading.Thread | None = None
 
     def start(self) -> bool:
         """Starts the worker and waits until it is ready; False if it cannot be used
@@ -234,9 +255,9 @@ class Worker:
             return False
         proc = self.run.proc
         assert proc is not None and proc.stdout is not None and self.run.watcher is not None
-        self._chan = _Channel(proc.stdout)
+        chan = _Channel(proc.stdout)
         try:
-            msg = self._chan.read(WARMUP_TIMEOUT)
+            msg = chan.read(WARMUP_TIMEOUT)
         except TimeoutError:
             msg = None
         self.run.watcher.stop()  # from now on the worker itself does nothing to trace
@@ -270,6 +291,10 @@ class Worker:
             if sig is not None and max(sig[4], sig[5]) >= started_ns - CLOCK_SLACK_NS:
                 self.why = CHANGED_WHILE_STARTING
                 return False
+        self._reader = threading.Thread(
+            target=self._read, args=(chan,), name="memotest-warm", daemon=True
+        )
+        self._reader.start()
         self.usable = True
         return True
 
@@ -289,31 +314,87 @@ class Worker:
         """Forks a run of ``argv`` (``PYTHON -m MODULE ARGS``); the Popen of a TracedRun.
         Raises :class:`WarmUnavailable` when the worker cannot take it."""
         proc = self.run.proc
-        if not self.usable or proc is None or proc.stdin is None or self._chan is None:
+        if not self.usable or proc is None or proc.stdin is None:
             raise WarmUnavailable(self.why or "the worker is not ready")
         if not self.holds():
             self.usable = False
             self.why = "a file it read changed"
             raise WarmUnavailable(self.why)
-        job = {
-            "module": self.spec.module,
-            "args": argv[3:],
-            "cwd": cwd or self.spec.cwd,
-            "env": env,
-            "trace_dir": env["MEMOTEST_TRACE_DIR"],
-            "log": stdout.name,
-        }
+        answer: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+        with self._lock:
+            if self._gone:
+                raise WarmUnavailable(self.why)
+            self._next_id += 1
+            job_id = self._next_id
+            self._replies[job_id] = answer
+            job = {
+                "id": job_id,
+                "module": self.spec.module,
+                "args": argv[3:],
+                "cwd": cwd or self.spec.cwd,
+                "env": env,
+                "trace_dir": env["MEMOTEST_TRACE_DIR"],
+                "log": stdout.name,
+            }
+            try:
+                proc.stdin.write((json.dumps(job) + "\n").encode())
+                proc.stdin.flush()
+            except (OSError, ValueError):
+                self._replies.pop(job_id, None)
+                self.usable = False
+                self.why = "the worker stopped answering"
+                raise WarmUnavailable(self.why) from None
         try:
-            proc.stdin.write((json.dumps(job) + "\n").encode())
-            proc.stdin.flush()
-            msg = self._chan.read(WARMUP_TIMEOUT)
-        except (OSError, TimeoutError, ValueError):
+            msg = answer.get(timeout=WARMUP_TIMEOUT)
+        except queue.Empty:
             msg = None
-        if not msg or "pid" not in msg:
+        if msg is None:
             self.usable = False
             self.why = "the worker stopped answering"
             raise WarmUnavailable(self.why)
-        return RemoteProcess(self, int(msg["pid"]))
+        pid = int(msg["pid"])
+        run = RemoteProcess(self, pid)
+        with self._lock:
+            if pid in self._ended:
+                run.ended(self._ended.pop(pid))
+            elif self._gone:
+                run.lose()
+            else:
+                self._runs[pid] = run
+        return run
+
+    def _read(self, chan: _Channel) -> None:
+        """The reader thread: hands each answer to whoever waits for it."""
+        while True:
+            try:
+                msg = chan.read(None)
+            except (OSError, ValueError):
+                msg = None
+            with self._lock:
+                if msg is None:
+                    self._gone = True
+                    self.usable = False
+                    self.why = self.why or "the worker ended"
+                    waiting, self._replies = list(self._replies.values()), {}
+                    lost, self._runs = list(self._runs.values()), {}
+                elif "id" in msg:
+                    answer = self._replies.pop(int(msg["id"]), None)
+                    if answer is not None:
+                        answer.put(msg)
+                    continue
+                else:
+                    pid, status = int(msg["pid"]), int(msg["status"])
+                    run = self._runs.pop(pid, None)
+                    if run is None:
+                        self._ended[pid] = status
+                    else:
+                        run.ended(status)
+                    continue
+            for answer in waiting:
+                answer.put(None)
+            for run in lost:
+                run.lose()
+            return
 
     def _stderr_tail(self) -> str:
         try:
@@ -323,20 +404,22 @@ class Worker:
             return ""
 
     def close(self) -> None:
-        """Stops the worker (and whatever run it still has) and removes its folder."""
+        """Stops the worker (killing runs it still has) and removes its folder."""
         self.usable = False
         proc = self.run.proc
         if proc is not None:
             with contextlib.suppress(OSError, ValueError):
                 if proc.stdin is not None:
-                    proc.stdin.close()  # the worker ends at end of file
+                    proc.stdin.close()  # the worker ends at end of file, once its runs end
             try:
                 proc.wait(2.0)
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(Exception):
                     self.run.kill(grace=0.5)
-            if proc.stdout is not None:
-                proc.stdout.close()
+        if self._reader is not None:
+            self._reader.join(5.0)
+        if proc is not None and proc.stdout is not None:
+            proc.stdout.close()
         self.run.__exit__(None, None, None)
         self._err.close()
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -347,79 +430,104 @@ class RemoteProcess:
     is its parent and reports how it ended."""
 
     def __init__(self, worker: Worker, pid: int) -> None:
-        self.worker = worker
         self.pid = pid
         self.returncode: int | None = None
         #: Why the run's end could not be observed (the worker died), if it could not.
         self.lost: str | None = None
+        #: The worker's start-up, which comes before the run's own log in its trace.
         self.prior_events = worker.events
         #: The worker's pid and trace folder, for the run's process watcher.
         self.owner = (worker.run.pid, worker.run.dir)
+        self._done = threading.Event()
+
+    def ended(self, status: int) -> None:
+        self.returncode = os.waitstatus_to_exitcode(status)
+        self._done.set()
+
+    def lose(self) -> None:
+        """The worker is gone: the run (now re-parented to us) is ended and not trusted."""
+        self.lost = "the warm worker ended during the run"
+        with contextlib.suppress(OSError):
+            os.killpg(self.pid, signal.SIGKILL)
+        self.returncode = -signal.SIGKILL
+        self._done.set()
 
     def poll(self) -> int | None:
-        try:
-            return self.wait(0)
-        except subprocess.TimeoutExpired:
-            return None
+        return self.returncode if self._done.is_set() else None
 
     def wait(self, timeout: float | None = None) -> int:
-        if self.returncode is not None:
-            return self.returncode
-        chan = self.worker._chan
-        assert chan is not None
-        try:
-            msg = chan.read(timeout)
-        except TimeoutError:
-            raise subprocess.TimeoutExpired("warm run", timeout or 0) from None
-        if msg is None or "status" not in msg:
-            # The worker is gone: the run, re-parented to us, is ended and not trusted.
-            self.worker.usable = False
-            self.lost = "the warm worker ended during the run"
-            with contextlib.suppress(OSError):
-                os.killpg(self.pid, 9)
-            self.returncode = -9
-        else:
-            self.returncode = os.waitstatus_to_exitcode(int(msg["status"]))
+        if not self._done.wait(timeout):
+            raise subprocess.TimeoutExpired("warm run", timeout or 0)
+        assert self.returncode is not None
         return self.returncode
 
 
 class WorkerPool:
-    """One worker per thread (a job slot runs one target at a time), started on first
-    use; a thread whose next run needs another spec gets a new worker."""
+    """One worker per spec, shared by every job slot and started on first use. A worker
+    whose inputs changed is replaced; the old one is stopped when the pool closes (runs
+    of it may still be going on)."""
 
     def __init__(self, work_root: str | None = None) -> None:
         self.work_root = work_root
-        self._workers: dict[int, Worker] = {}
+        self._workers: dict[WarmSpec, Worker] = {}
+        self._retired: list[Worker] = []
         self._starts: dict[WarmSpec, int] = {}
+        self._starting: dict[WarmSpec, threading.Lock] = {}
         self._lock = threading.Lock()
 
     def worker(self, spec: WarmSpec) -> Worker | None:
-        """This thread's worker for ``spec``, started if needed; None if none can be."""
-        me = threading.get_ident()
+        """The worker for ``spec``, started if needed; None if none can be."""
         with self._lock:
-            if self._starts.get(spec, 0) < 0:
-                return None
-            current = self._workers.get(me)
-        if current is not None and current.spec == spec and current.usable:
-            return current
-        if current is not None:
-            current.close()
-        worker = Worker(spec, self.work_root)
-        if not worker.start():
-            worker.close()
+            starting = self._starting.setdefault(spec, threading.Lock())
+        with starting:  # one thread starts it, the others wait for it
             with self._lock:
-                self._workers.pop(me, None)
+                current = self._workers.get(spec)
+                if current is not None and current.usable:
+                    return current
+                if current is not None:
+                    del self._workers[spec]
+                    self._retired.append(current)
+                if self._starts.get(spec, 0) < 0:
+                    return None
+            worker = Worker(spec, self.work_root)
+            ok = worker.start()
+            with self._lock:
+                if ok:
+                    self._workers[spec] = worker
+                    return worker
                 # Once more if a file changed meanwhile; an import error would fail again.
                 again = worker.why == CHANGED_WHILE_STARTING and self._starts.get(spec, 0) == 0
                 self._starts[spec] = 1 if again else -1
+            worker.close()
             return None
-        with self._lock:
-            self._workers[me] = worker
-        return worker
 
     def close(self) -> None:
         with self._lock:
-            workers = list(self._workers.values())
+            workers = [*self._workers.values(), *self._retired]
             self._workers.clear()
+            self._retired.clear()
         for w in workers:
             w.close()
+
+
+_shared: WorkerPool | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_pool() -> WorkerPool:
+    """The pool of this memotest process: pytest's collection and the build's targets
+    share one worker. :func:`close_shared_pool` stops it (also at exit)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = WorkerPool()
+            atexit.register(close_shared_pool)
+        return _shared
+
+
+def close_shared_pool() -> None:
+    global _shared
+    with _shared_lock:
+        pool, _shared = _shared, None
+    if pool is not None:
+        pool.close()

@@ -39,6 +39,8 @@ from memotest.errors import ConfigError, UsageError
 from memotest.hookspecs import hookimpl
 from memotest.model import SourceLocation, Target
 from memotest.plugins import LoadRequest
+from memotest_pytest import collect as driver
+from memotest_pytest.collect import MARK, NARROW
 
 #: pytest's own variables change what a run does: passed to the targets and part of the key.
 PYTEST_PASS_ENV = (
@@ -51,98 +53,7 @@ PYTEST_PASS_ENV = (
 COLLECT_TIMEOUT = 600.0
 RUN_ARGS = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
 
-# Runs inside the chosen interpreter: pytest's collection, reported as one JSON line after
-# MARK on stdout (the output is memotest's recorded log, replayed when nothing changed).
-#
-# When the interpreter can import memotest's pytest plugin (``NARROW``), the collection stops
-# at files: every node pytest makes for a file (a ``Module``, a doctest file, a plugin's
-# YAML file) is noted and dropped before it is collected, so no test module is imported.
-# The plugin runs in the collection too, so that only the files pytest would keep are
-# offered (pytest 8+ also makes, then throws away, nodes for the other entries of every
-# folder on the way to the paths it was given).
-# That is the list of files pytest would collect, found in a fraction of the time, and the
-# collection's record then depends on the folders, conftests and configuration only, not
-# on the code of every test module. A file that turns out to hold no test runs as a target
-# that passes (see ``narrow.py``); one that cannot be imported fails when it runs, as it
-# would under pytest. Without the plugin, the collection is pytest's full one and only the
-# files with tests become targets.
-MARK = "memotest-pytest-collection: "
-NARROW = "memotest_pytest.narrow"
 NARROW_ARGS = ("-p", NARROW)
-DRIVER = r"""
-import importlib.util, json, os, sys
-def done(data):
-    sys.stdout.flush()
-    sys.stdout.write("\n" + MARK + json.dumps(data) + "\n")
-    sys.stdout.flush()
-try:
-    import pytest
-except BaseException as exc:
-    done({"error": "import", "message": "%s: %s" % (type(exc).__name__, exc)})
-    sys.exit(0)
-try:
-    narrow = importlib.util.find_spec(NARROW) is not None
-except ImportError:
-    narrow = False
-# the plugin uses pytest 7's public API (StashKey, pytest.File, pytest.Package)
-narrow = narrow and hasattr(pytest, "StashKey") and hasattr(pytest, "Package")
-
-class Collect:
-    def __init__(self):
-        self.files = {}
-        self.errors = []
-        self.rootdir = None
-        self.inipath = None
-        self.settings = True
-    def pytest_configure(self, config):
-        self.rootdir = str(config.rootpath)
-        self.inipath = str(config.inipath) if config.inipath else None
-        inicfg = getattr(config, "inicfg", None)
-        self.settings = inicfg is None or len(inicfg) > 0  # unknown counts as some
-    def pytest_collectreport(self, report):
-        if report.failed:
-            self.errors.append({"nodeid": report.nodeid, "text": report.longreprtext})
-    def pytest_collection_finish(self, session):
-        for item in session.items:
-            path = getattr(item, "path", None) or item.fspath
-            self.files.setdefault(str(path), 0)
-            self.files[str(path)] += 1
-
-class Noted(pytest.File):
-    def collect(self):
-        return []
-
-class FilesOnly(Collect):
-    named = False  # not computed yet
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_collect_file(self, parent):
-        from memotest_pytest.narrow import named_paths, within
-        outcome = yield
-        if self.named is False:
-            self.named = named_paths(parent.config)
-        named = self.named
-        result = []
-        for node in outcome.get_result() or []:
-            if isinstance(node, pytest.File) and not isinstance(node, pytest.Package):
-                if named is None or within(node.path, named):  # not a node pytest drops
-                    self.files[str(node.path)] = 0
-                # an empty stand-in, so that a file named on the command line is found
-                result.append(Noted.from_parent(parent, path=node.path))
-            else:
-                result.append(node)  # pytest 7's Package nodes: collected, to reach files
-        outcome.force_result(result)
-    def pytest_collection_finish(self, session):
-        pass
-
-plugin = FilesOnly() if narrow else Collect()
-args = ["--collect-only", "-q", "-p", "no:cacheprovider"] + (["-p", NARROW] if narrow else [])
-code = pytest.main(args + sys.argv[1:], plugins=[plugin])
-if narrow and code == 5 and plugin.files:
-    code = 0  # every file was dropped before its tests were collected
-done({"exit": int(code), "rootdir": plugin.rootdir, "inipath": plugin.inipath,
-      "settings": plugin.settings,
-      "files": plugin.files, "errors": plugin.errors, "narrow": narrow})
-"""
 
 
 @hookimpl
@@ -178,7 +89,8 @@ def memotest_load_targets(request: LoadRequest) -> Project | None:
             "name test files or folders with --pytest PATH ..."
         )
     python = getattr(request.options, "pytest_python", None) or sys.executable
-    return load(request.cwd, list(paths or []), python)
+    warm = not getattr(request.options, "no_warm", False)
+    return load(request.cwd, list(paths or []), python, warm)
 
 
 def resolve_python(python: str) -> str:
@@ -197,7 +109,7 @@ def resolve_python(python: str) -> str:
     return path
 
 
-def load(cwd: Path, paths: list[str], python: str) -> Project:
+def load(cwd: Path, paths: list[str], python: str, warm: bool = True) -> Project:
     """Collects ``paths`` (relative to ``cwd``) with pytest and makes one target per file."""
     python = resolve_python(python)
     for p in paths:
@@ -206,13 +118,13 @@ def load(cwd: Path, paths: list[str], python: str) -> Project:
                 f"--pytest: no such file or folder: {p!r} (every word after --pytest is a "
                 "path; name targets before --pytest, or after --)"
             )
-    data = collect(cwd, paths, python)
+    data = collect(cwd, paths, python, warm)
     rootdir = Path(data["rootdir"])
     if not _same_file(str(rootdir), str(cwd)):
         # The targets run in the rootdir, where imports may resolve differently (python -m
         # puts the current folder on sys.path): collect again there, as they will run.
         wanted = [os.path.join(cwd, p) for p in paths] or [str(cwd)]
-        data = collect(rootdir, [os.path.abspath(p) for p in wanted], python)
+        data = collect(rootdir, [os.path.abspath(p) for p in wanted], python, warm)
         rootdir = Path(data["rootdir"])
         cwd = rootdir
     where = " ".join(paths) if paths else str(cwd)
@@ -244,7 +156,7 @@ def load(cwd: Path, paths: list[str], python: str) -> Project:
         run_args = (*RUN_ARGS, *NARROW_ARGS)
         pin = pinned_config(data.get("inipath"), rootdir, data.get("settings", True))
     top = Path(data["inipath"]).parent if data.get("inipath") else rootdir
-    warm = warm_modules(bool(data.get("narrow")))
+    modules = warm_modules(bool(data.get("narrow"))) if warm else ()
     targets: dict[str, Target] = {}
     seen: dict[Path, bool] = {}
     for file in sorted(data["files"]):
@@ -259,7 +171,7 @@ def load(cwd: Path, paths: list[str], python: str) -> Project:
             command=(python, *run_args, *own, rel),
             cwd=str(rootdir),
             source=SourceLocation(file),
-            warm=warm,
+            warm=modules,
         )
     project_file = Path(data["inipath"]) if data.get("inipath") else rootdir
     return Project(project_file, rootdir, settings, targets)
@@ -324,7 +236,7 @@ def pinned_config(inipath: str | None, rootdir: Path, settings: bool = True) -> 
     return ("-c", os.devnull, "--rootdir", str(rootdir), "--confcutdir", cut)
 
 
-def collect(cwd: Path, paths: list[str], python: str) -> dict[str, Any]:
+def collect(cwd: Path, paths: list[str], python: str, warm: bool = True) -> dict[str, Any]:
     """Runs the collection driver with ``python`` in ``cwd``; returns its JSON report
     (plus ``output``: what pytest printed).
 
@@ -334,12 +246,21 @@ def collect(cwd: Path, paths: list[str], python: str) -> dict[str, Any]:
     """
     from memotest.memo import run_memoized
 
-    driver = DRIVER.replace("MARK", repr(MARK)).replace("NARROW", repr(NARROW))
+    if python == os.path.abspath(sys.executable):
+        # memotest's own interpreter imports the driver: it can be forked from the warm
+        # worker that then runs the targets, which saves starting pytest once more.
+        command: tuple[str, ...] = (python, "-m", driver.__name__, *paths)
+        modules = warm_modules(True) if warm else ()
+    else:
+        with open(driver.__file__, encoding="utf-8") as f:
+            command = (python, "-c", f.read(), *paths)
+        modules = ()
     target = Target(
         name="pytest-collection:" + " ".join(paths or ["."]),
-        command=(python, "-c", driver, *paths),
+        command=command,
         cwd=str(cwd),
         timeout=COLLECT_TIMEOUT,
+        warm=modules,
     )
     settings = Settings(pass_env=(*DEFAULT_PASS_ENV, *PYTEST_PASS_ENV))
     try:

@@ -1,0 +1,120 @@
+"""The collection driver of ``memotest build --pytest``: which test files pytest would run.
+
+Runs in the tests' interpreter, as ``python -m memotest_pytest.collect [PATH ...]`` (forked
+from a warm worker when it can be), or as ``python -c <this file's source>`` when that
+interpreter cannot import ``memotest_pytest``: so it needs pytest and the standard library
+only. It reports as one JSON line after ``MARK`` on stdout (the output is memotest's
+recorded log, replayed when nothing changed).
+
+When the interpreter can import memotest's pytest plugin (``NARROW``), the collection stops
+at files: every node pytest makes for a file (a ``Module``, a doctest file, a plugin's YAML
+file) is noted and dropped before it is collected, so no test module is imported. The
+plugin runs in the collection too, so that only the files pytest would keep are offered
+(pytest 8+ also makes, then throws away, nodes for the other entries of every folder on the
+way to the paths it was given). That is the list of files pytest would collect, found in a
+fraction of the time, and the collection's record then depends on the folders, conftests
+and configuration only, not on the code of every test module. A file that turns out to hold
+no test runs as a target that passes (see ``narrow.py``); one that cannot be imported fails
+when it runs, as it would under pytest. Without the plugin, the collection is pytest's full
+one and only the files with tests become targets.
+"""
+
+import importlib.util
+import json
+import sys
+
+MARK = "memotest-pytest-collection: "
+NARROW = "memotest_pytest.narrow"
+
+
+def main():
+    def done(data):
+        sys.stdout.flush()
+        sys.stdout.write("\n" + MARK + json.dumps(data) + "\n")
+        sys.stdout.flush()
+
+    try:
+        import pytest
+    except BaseException as exc:
+        done({"error": "import", "message": f"{type(exc).__name__}: {exc}"})
+        sys.exit(0)
+    try:
+        narrow = importlib.util.find_spec(NARROW) is not None
+    except ImportError:
+        narrow = False
+    # the plugin uses pytest 7's public API (StashKey, pytest.File, pytest.Package)
+    narrow = narrow and hasattr(pytest, "StashKey") and hasattr(pytest, "Package")
+
+    class Collect:
+        def __init__(self):
+            self.files = {}
+            self.errors = []
+            self.rootdir = None
+            self.inipath = None
+            self.settings = True
+
+        def pytest_configure(self, config):
+            self.rootdir = str(config.rootpath)
+            self.inipath = str(config.inipath) if config.inipath else None
+            inicfg = getattr(config, "inicfg", None)
+            self.settings = inicfg is None or len(inicfg) > 0  # unknown counts as some
+
+        def pytest_collectreport(self, report):
+            if report.failed:
+                self.errors.append({"nodeid": report.nodeid, "text": report.longreprtext})
+
+        def pytest_collection_finish(self, session):
+            for item in session.items:
+                path = getattr(item, "path", None) or item.fspath
+                self.files.setdefault(str(path), 0)
+                self.files[str(path)] += 1
+
+    class Noted(pytest.File):
+        def collect(self):
+            return []
+
+    class FilesOnly(Collect):
+        named = False  # not computed yet
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_collect_file(self, parent):
+            from memotest_pytest.narrow import named_paths, within
+
+            outcome = yield
+            if self.named is False:
+                self.named = named_paths(parent.config)
+            named = self.named
+            result = []
+            for node in outcome.get_result() or []:
+                if isinstance(node, pytest.File) and not isinstance(node, pytest.Package):
+                    if named is None or within(node.path, named):  # not a node pytest drops
+                        self.files[str(node.path)] = 0
+                    # an empty stand-in, so that a file named on the command line is found
+                    result.append(Noted.from_parent(parent, path=node.path))
+                else:
+                    result.append(node)  # pytest 7's Package nodes: collected, to reach files
+            outcome.force_result(result)
+
+        def pytest_collection_finish(self, session):
+            pass
+
+    plugin = FilesOnly() if narrow else Collect()
+    args = ["--collect-only", "-q", "-p", "no:cacheprovider"] + (["-p", NARROW] if narrow else [])
+    code = pytest.main(args + sys.argv[1:], plugins=[plugin])
+    if narrow and code == 5 and plugin.files:
+        code = 0  # every file was dropped before its tests were collected
+    done(
+        {
+            "exit": int(code),
+            "rootdir": plugin.rootdir,
+            "inipath": plugin.inipath,
+            "settings": plugin.settings,
+            "files": plugin.files,
+            "errors": plugin.errors,
+            "narrow": narrow,
+        }
+    )
+
+
+if __name__ == "__main__":
+    main()
