@@ -166,7 +166,13 @@ def observe(trace: Trace, ignore: Ignore, *, allow_network: bool = False) -> Obs
             if path not in written:
                 add(path, Kind.FILE)  # whatever it is: file, directory or other
     for path in trace.listed:
-        add(path, Kind.LISTING)
+        if trace.first_change.get(path) == "N" and path in trace.deleted:
+            # A folder the target created (absent just before: PROTOCOL.md's N), listed
+            # and deleted, as a temporary folder is: what it listed there, it put there
+            # itself. What it depended on is that the folder was absent.
+            add(path, Kind.ABSENT)
+        else:
+            add(path, Kind.LISTING)
     obs.inputs.sort()
     return obs
 

@@ -120,6 +120,28 @@ def test_creating_a_file_in_a_listed_directory_reruns(tmp_path):
     assert "gained entries: three.txt" in proc.stdout.decode()
 
 
+SCRATCH = (
+    "import os, shutil; os.makedirs('scratch/sub'); open('scratch/sub/f.txt', 'w').close(); "
+    "print(sorted(os.listdir('scratch')), os.listdir('scratch/sub')); shutil.rmtree('scratch')"
+)
+
+
+def test_a_folder_the_target_made_listed_and_removed_is_cached_as_absent(tmp_path):
+    root = project(
+        tmp_path,
+        f"""
+        [targets.scratch]
+        command = ["{PY}", "-c", "{SCRATCH}"]
+    """,
+    )
+    settle(root)  # cacheable: what it listed, it had put there itself
+    (root / "scratch").mkdir()  # it was absent
+    proc = memotest("explain", "scratch", cwd=root)
+    assert "would run" in proc.stdout.decode() and "scratch" in proc.stdout.decode()
+    _, _, data = build(root)
+    assert statuses(data) == {"scratch": "passed"}, data  # ran again
+
+
 def test_creating_a_module_the_import_search_missed_reruns(tmp_path):
     code = "import sys; sys.path.insert(0, 'extra'); sys.path.insert(1, 'lib');import helper"
     root = project(
