@@ -24,8 +24,12 @@ state:
 8. ``definition``: edit its definition (``env`` gains a variable). ``--pytest`` targets
    have no definition file, so this kind runs on ``copy@`` targets, a memotest.toml copy of
    the suite's targets (same commands, same folder), and on the extra targets;
-9. ``unrelated``: create a new file in a folder no target listed, and append to a file no
-   target read: every target must stay cached.
+9. ``worker``: change a file only the warm worker read (a module of pluggy, in the venv:
+   the ``--pytest`` targets are forked from a process that imported pytest and its
+   plugins, and the run itself does not read it again); the file's content and times are
+   put back afterwards;
+10. ``unrelated``: create a new file in a folder no target listed, and append to a file no
+    target read: every target must stay cached.
 
 Kind 2 also runs on the ``copy@`` targets: deleting a module the suite imports makes
 pytest's collection fail, and ``memotest build --pytest`` then refuses to run anything
@@ -67,6 +71,7 @@ KINDS = (
     "shared-object",
     "pass-env",
     "definition",
+    "worker",
     "unrelated",
 )
 EXPECT_CACHED = {"unrelated"}
@@ -287,6 +292,22 @@ def file_edit(path: Path, data: bytes):
     return change, undo
 
 
+def file_edit_in_place(path: Path, data: bytes):
+    """As :func:`file_edit`, and the undo also puts the file's times back: for files of the
+    venv, whose compiled ``__pycache__`` copies stay valid only with the same mtime."""
+    original = path.read_bytes()
+    st = path.stat()
+
+    def change() -> None:
+        path.write_bytes(original + data)
+
+    def undo() -> None:
+        path.write_bytes(original)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    return change, undo
+
+
 def file_delete(path: Path):
     original = path.read_bytes()
 
@@ -396,6 +417,25 @@ def run(args: argparse.Namespace) -> dict:
             results.append(
                 audit.case("add-to-listed", t, change, undo, toml=False, detail=rel(path))
             )
+    # 9: a file only the warm worker read: the --pytest targets are forked from a process
+    # that imported pytest and its plugins (memotest/tracer/warm.py), so pluggy's modules
+    # are read by that process, not by the run.
+    venv = str(audit.venv) + "/"
+    for i, t in enumerate(pytest_targets):
+        inputs = records[t]["inputs"]
+        worker = [
+            p
+            for k, p in inputs
+            if k == "file"
+            and p.startswith(venv)
+            and "/site-packages/pluggy/" in p
+            and p.endswith(".py")
+        ]
+        path = pick(worker, i)
+        if path:
+            change, undo = file_edit_in_place(Path(path), b"\n# soundness audit\n")
+            detail = os.path.relpath(path, audit.venv)
+            results.append(audit.case("worker", t, change, undo, toml=False, detail=detail))
     # 2 and 8: the copy@ targets (and 8 on the extra targets too).
     for i, t in enumerate(copy_targets):
         inputs = records[t]["inputs"]
@@ -466,7 +506,7 @@ def run(args: argparse.Namespace) -> dict:
         )
     audit.build([], toml=False)
     audit.build([], toml=True)
-    # 9: unrelated changes, every target must stay cached.
+    # 10: unrelated changes, every target must stay cached.
     records = audit.records()
     all_inputs = {p for r in records.values() for _, p in r["inputs"]}
     all_listed = {p for r in records.values() for k, p in r["inputs"] if k == "list"}

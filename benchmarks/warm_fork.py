@@ -2,9 +2,9 @@
 
 memotest runs one pytest process per test file (as RetestAll does), and each pays for
 starting Python, importing pytest and loading its plugins before the file's first test.
-This measures what a worker that forks a child per file from a process that has already
-imported pytest and its plugins would save. It is a measurement for a possible design (see
-docs/benchmarks.md, "History replay", next steps), not something memotest does.
+This measures what forking a child per file from a process that has already imported
+pytest and its plugins saves, without memotest or its tracer: the raw gain of memotest's
+warm workers (``memotest/tracer/warm.py``), which fork every ``--pytest`` target that way.
 
 Run it with the interpreter of the tests, in the project's folder::
 

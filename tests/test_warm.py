@@ -31,65 +31,61 @@ build = build_statuses
 
 
 def plugin_site(root: Path) -> Path:
-    """A folder for PYTHONPATH holding a pytest plugin installed through an entry point,
-    which the worker imports before forking (and the runs themselves never read)."""
+    """A folder for PYTHONPATH: a ``sitecustomize`` (imported by Python at start-up, so by
+    the worker only) and a pytest plugin installed through an entry point, whose asserts
+    pytest rewrites."""
     return write_tree(
         root,
         {
-            "myplug.py": "def pytest_configure(config):\n    config.myplug = 1\n",
+            "sitecustomize.py": "import builtins\nbuiltins.SITE_VALUE = 1\n",
+            "myplug.py": """
+                import pytest
+
+                @pytest.fixture
+                def plugged():
+                    value = 2
+                    assert value == 3
+            """,
             "myplug-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: myplug\nVersion: 1.0\n",
+            "myplug-1.0.dist-info/RECORD": "myplug.py,,\n",
             "myplug-1.0.dist-info/entry_points.txt": "[pytest11]\nmyplug = myplug\n",
         },
     )
 
 
-def test_pytest_targets_run_forked_from_a_warm_worker(tmp_path):
-    proj = write_tree(
-        tmp_path / "proj",
-        {
-            "pytest.ini": "[pytest]\n",
-            "tests/test_a.py": FORKED_TEST,
-            "tests/test_b.py": FORKED_TEST,
-            "tests/test_c.py": "def test_fails():\n    assert 1 == 2\n",
-        },
-    )
-    code, out, st = build(proj, "-j", "2", "--pytest")
-    assert code == 1, out
-    assert st == {
-        "pytest:tests/test_a.py": "passed",
-        "pytest:tests/test_b.py": "passed",
-        "pytest:tests/test_c.py": "failed",
-    }
-    assert "assert 1 == 2" in out  # the forked run's output is its log
-    code, out, st = build(proj, "-j", "2", "--pytest")
-    assert st["pytest:tests/test_a.py"] == "cached", out
-    assert st["pytest:tests/test_b.py"] == "cached", out
-    # --no-warm starts fresh processes, whose parent is memotest: the check fails.
-    code, out, st = build(proj, "--force", "--no-warm", "--pytest", "tests/test_a.py")
-    assert st == {"pytest:tests/test_a.py": "failed"}, out
-
-
-def test_a_change_to_what_the_worker_imported_reruns_the_targets(tmp_path):
+def site_project(tmp_path: Path, ini: str, test_a: str) -> tuple[Path, Path, dict]:
+    """A project whose ``tests/test_a.py`` is ``test_a`` (and ``test_b.py`` checks that it
+    was forked), and the environment that puts :func:`plugin_site` on ``PYTHONPATH``."""
     site = plugin_site(tmp_path / "site")
-    proj = write_tree(
-        tmp_path / "proj",
-        {
-            "pytest.ini": "[pytest]\n",
-            "tests/test_a.py": "def test_plugin(request):\n    assert request.config.myplug\n",
-            "tests/test_b.py": FORKED_TEST,
-        },
-    )
-    env = dict(os.environ, PYTHONPATH=str(site))
+    files = {"pytest.ini": ini, "tests/test_a.py": test_a, "tests/test_b.py": FORKED_TEST}
+    proj = write_tree(tmp_path / "proj", files)
+    return site, proj, dict(os.environ, PYTHONPATH=str(site))
+
+
+def test_a_change_to_what_only_the_worker_read_reruns_the_targets(tmp_path):
+    test = "def test_site():\n    assert SITE_VALUE == 1\n"
+    site, proj, env = site_project(tmp_path, "[pytest]\n", test)
     code, out, st = build(proj, "--pytest", env=env)
     assert code == 0, out
     assert set(st.values()) == {"passed"}
     proc = memotest("show", "--paths", "pytest:tests/test_a.py", cwd=proj, env=env)
-    assert str(site / "myplug.py") in proc.stdout.decode()  # read by the worker only
+    assert str(site / "sitecustomize.py") in proc.stdout.decode()
     code, out, st = build(proj, "--pytest", env=env)
     assert set(st.values()) == {"cached"}, out
-    (site / "myplug.py").write_text("def pytest_configure(config):\n    config.myplug = 0\n")
+    (site / "sitecustomize.py").write_text("import builtins\nbuiltins.SITE_VALUE = 0\n")
     code, out, st = build(proj, "-v", "--pytest", env=env)
     assert st == {"pytest:tests/test_a.py": "failed", "pytest:tests/test_b.py": "passed"}, out
+
+
+def test_plugins_are_imported_by_each_run_so_pytest_rewrites_them(tmp_path):
+    """A plugin the worker had imported could not be rewritten: pytest would warn (an
+    error under filterwarnings = error) and its failed asserts would say less."""
+    ini = "[pytest]\nfilterwarnings = error\n"
+    _, proj, env = site_project(tmp_path, ini, "def test_plugged(plugged):\n    pass\n")
+    _, out, st = build(proj, "--pytest", env=env)
+    assert st == {"pytest:tests/test_a.py": "failed", "pytest:tests/test_b.py": "passed"}, out
+    assert "already imported" not in out
+    assert "assert 2 == 3" in out  # rewritten: the values are shown
 
 
 def warm_target(cwd: Path, module: str, **kw) -> Target:

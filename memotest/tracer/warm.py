@@ -179,8 +179,10 @@ class WarmSpec:
 
 
 def _sig(path: str) -> tuple[int, ...] | None:
+    """What a path is now: the file it leads to (a symbolic link's own change, to another
+    file, shows as another inode), or None if it leads nowhere."""
     try:
-        st = os.stat(path, follow_symlinks=False)
+        st = os.stat(path)
     except OSError:
         return None
     return (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)

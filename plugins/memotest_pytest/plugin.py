@@ -156,7 +156,7 @@ def load(cwd: Path, paths: list[str], python: str, warm: bool = True) -> Project
         run_args = (*RUN_ARGS, *NARROW_ARGS)
         pin = pinned_config(data.get("inipath"), rootdir, data.get("settings", True))
     top = Path(data["inipath"]).parent if data.get("inipath") else rootdir
-    modules = warm_modules(bool(data.get("narrow"))) if warm else ()
+    modules = warm_modules() if warm else ()
     targets: dict[str, Target] = {}
     seen: dict[Path, bool] = {}
     for file in sorted(data["files"]):
@@ -177,16 +177,16 @@ def load(cwd: Path, paths: list[str], python: str, warm: bool = True) -> Project
     return Project(project_file, rootdir, settings, targets)
 
 
-def warm_modules(narrow: bool) -> tuple[str, ...]:
-    """What a warm worker imports before forking the targets (``memotest/tracer/warm.py``):
-    pytest, memotest's narrow plugin, and the plugins pytest would load from entry points,
-    unless the environment tells pytest not to load them all (then it loads them itself,
-    in each run)."""
-    modules = ("pytest", NARROW) if narrow else ("pytest",)
-    addopts = os.environ.get("PYTEST_ADDOPTS", "")
-    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") or "no:" in addopts:
-        return modules
-    return (*modules, "entry-points:pytest11")
+def warm_modules() -> tuple[str, ...]:
+    """What a warm worker imports before forking the collection and the targets
+    (``memotest/tracer/warm.py``): pytest, and nothing pytest would rewrite.
+
+    pytest rewrites the asserts of the modules it imports as plugins (``-p NAME``, the
+    packages of every distribution with a ``pytest11`` entry point, conftests); a module
+    already imported cannot be rewritten, and pytest warns so ("Module already imported
+    so cannot be rewritten"), an error under ``filterwarnings = error``. So those are
+    imported by each run, as without a worker."""
+    return ("pytest",)
 
 
 #: The files pytest looks into for its configuration, in its order.
@@ -250,7 +250,7 @@ def collect(cwd: Path, paths: list[str], python: str, warm: bool = True) -> dict
         # memotest's own interpreter imports the driver: it can be forked from the warm
         # worker that then runs the targets, which saves starting pytest once more.
         command: tuple[str, ...] = (python, "-m", driver.__name__, *paths)
-        modules = warm_modules(True) if warm else ()
+        modules = warm_modules() if warm else ()
     else:
         with open(driver.__file__, encoding="utf-8") as f:
             command = (python, "-c", f.read(), *paths)
