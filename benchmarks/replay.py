@@ -576,6 +576,16 @@ class Lane:
         return {"changed": sorted(changed), "added": sorted(added), "removed": removed}
 
 
+def installed_metadata(src_root: Path) -> dict[str, bytes]:
+    """What ``pip install -e .`` of the release in ``src_root`` leaves in its ``.dist-info``
+    (see the module doc): the metadata, and the entry points, through which stevedore finds
+    the OpenStack projects' own plugins."""
+    meta = {"METADATA": (src_root / "PKG-INFO").read_bytes()}
+    for eps in sorted(src_root.glob("*.egg-info/entry_points.txt")):
+        meta["entry_points.txt"] = eps.read_bytes()
+    return meta
+
+
 def environment(project: Project, lane: Path, venv_path: Path) -> dict[str, str]:
     env = {
         k: v
@@ -1070,11 +1080,7 @@ def replay(project: Project, versions: list[str]) -> dict:
         src_root = extracted(project.name, version)
         src = release_files(src_root)
         if i == 0 and project.metadata:
-            # As `pip install -e .` run once at the first revision leaves it (see above):
-            # the metadata, and the entry points (stevedore finds plugins through them).
-            meta = {"METADATA": (src_root / "PKG-INFO").read_bytes()}
-            for eps in sorted(src_root.glob("*.egg-info/entry_points.txt")):
-                meta["entry_points.txt"] = eps.read_bytes()
+            meta = installed_metadata(src_root)
         dist = re.sub(r"[-.]+", "_", project.name).lower()
         diff = {}
         for lane in lanes.values():

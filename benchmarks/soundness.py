@@ -136,7 +136,7 @@ class Audit:
         shutil.rmtree(self.work, ignore_errors=True)
         self.root.mkdir(parents=True)
         src_root = replay.extracted(self.project.name, self.version)
-        meta = (src_root / "PKG-INFO").read_bytes() if self.project.metadata else None
+        meta = replay.installed_metadata(src_root) if self.project.metadata else None
         dist = self.project.name.replace("-", "_").lower()
         replay.Lane(self.root).checkout(replay.release_files(src_root), meta, dist)
         self.pytest_targets = self.collect()
