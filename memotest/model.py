@@ -27,9 +27,9 @@ class Target:
 
     ``command`` is a string (run with ``/bin/sh -c``) or a tuple (an argv). ``cwd`` is
     absolute. ``env`` holds the declared variables, which are always part of the key.
-    ``warm`` names the modules (and ``entry-points:GROUP``s) a warm worker imports before
-    forking runs of a ``PYTHON -m MODULE ...`` command (``tracer/warm.py``): how the
-    command is started, not what it does, so not part of the key.
+    ``warm`` names the modules a warm worker imports before forking runs of a ``PYTHON -m
+    MODULE ...`` command (``tracer/warm.py``): how the command is started, not what it
+    does, so not part of the key.
     """
 
     name: str

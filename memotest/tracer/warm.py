@@ -1,7 +1,7 @@
 """Warm workers: a run forked from a process that has already started up.
 
-A pytest target spends 0.3-0.6 s starting Python, importing pytest and loading its plugins
-before its file's first test, every time. A target that declares ``warm`` modules (and
+A pytest target spends a good part of its time starting Python and importing pytest before
+its file's first test, every time. A target that declares ``warm`` modules (and
 whose command is ``PYTHON -m MODULE ARGS...``) can instead be forked from a *worker*: a
 process of the same interpreter, folder and environment that imported those modules once.
 Each run is a child of the worker that calls the shim's ``memotest_shim_retarget`` (so
@@ -55,9 +55,8 @@ CHANGED_WHILE_STARTING = "a file it read changed while it started"
 PER_RUN_ENV = ("TMPDIR", "TMP", "TEMP", "MEMOTEST_TRACE_DIR", "MEMOTEST_SHIM")
 
 # Runs in the target's interpreter (which need not be able to import memotest): the
-# standard library only. argv[1] is a JSON object: "modules" to import, entry point
-# "groups" whose entry points to load, and the "shim" to call. Messages are JSON lines:
-# requests on fd 0, answers on fd 1.
+# standard library only. argv[1] is a JSON object: the "modules" to import and the "shim"
+# to call. Messages are JSON lines: requests on fd 0, answers on fd 1.
 WORKER_SOURCE = r"""
 import os, sys
 sys.path[0] = os.getcwd()  # where python -m puts the current folder
@@ -69,7 +68,7 @@ def send(obj):
 
 def serve():
     global json
-    import ctypes, gc, importlib, importlib.metadata, json, select, threading
+    import ctypes, gc, importlib, json, select, threading
     cfg = json.loads(sys.argv[1])
     errors = []
     for name in cfg["modules"]:
@@ -77,12 +76,6 @@ def serve():
             importlib.import_module(name)
         except BaseException as exc:
             errors.append("import %s: %r" % (name, exc))
-    for group in cfg["groups"]:
-        try:
-            for ep in importlib.metadata.entry_points(group=group):
-                ep.load()
-        except BaseException as exc:
-            errors.append("entry points %s: %r" % (group, exc))
     retarget = ctypes.CDLL(cfg["shim"]).memotest_shim_retarget
     retarget.argtypes = [ctypes.c_char_p]
     retarget.restype = ctypes.c_int
@@ -163,7 +156,6 @@ class WarmSpec:
     python: str
     module: str
     modules: tuple[str, ...]
-    groups: tuple[str, ...]
     cwd: str
     env: frozenset[tuple[str, str]]
 
@@ -172,10 +164,8 @@ class WarmSpec:
         """The spec of a run, or None when ``argv`` is not ``PYTHON -m MODULE ...``."""
         if len(argv) < 3 or argv[1] != "-m" or not os.path.isabs(argv[0]):
             return None
-        modules = tuple(w for w in warm if not w.startswith("entry-points:"))
-        groups = tuple(w.split(":", 1)[1] for w in warm if w.startswith("entry-points:"))
         kept = frozenset((k, v) for k, v in env.items() if k not in PER_RUN_ENV)
-        return cls(argv[0], argv[2], modules, groups, cwd, kept)
+        return cls(argv[0], argv[2], tuple(warm), cwd, kept)
 
 
 def _sig(path: str) -> tuple[int, ...] | None:
@@ -224,7 +214,7 @@ class Worker:
         os.mkdir(tmp)
         self.err_path = os.path.join(self.dir, "stderr")
         self._err = open(self.err_path, "wb")  # noqa: SIM115 - closed by close()
-        config = {"modules": spec.modules, "groups": spec.groups, "shim": shim.shim_path()}
+        config = {"modules": spec.modules, "shim": shim.shim_path()}
         self.run = TracedRun(
             [spec.python, "-c", WORKER_SOURCE, json.dumps(config)],
             cwd=spec.cwd,
