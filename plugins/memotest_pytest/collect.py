@@ -22,6 +22,7 @@ one and only the files with tests become targets.
 import importlib.util
 import json
 import sys
+import warnings
 
 MARK = "memotest-pytest-collection: "
 NARROW = "memotest_pytest.narrow"
@@ -56,7 +57,9 @@ def main():
         def pytest_configure(self, config):
             self.rootdir = str(config.rootpath)
             self.inipath = str(config.inipath) if config.inipath else None
-            inicfg = getattr(config, "inicfg", None)
+            with warnings.catch_warnings():  # deprecated since pytest 9.1, gone in 10
+                warnings.simplefilter("ignore")  # (and an error under filterwarnings)
+                inicfg = getattr(config, "inicfg", None)
             self.settings = inicfg is None or len(inicfg) > 0  # unknown counts as some
 
         def pytest_collectreport(self, report):
