@@ -53,6 +53,32 @@ def plugin_site(root: Path) -> Path:
     )
 
 
+def test_pytest_targets_run_forked_from_a_warm_worker(tmp_path):
+    proj = write_tree(
+        tmp_path / "proj",
+        {
+            "pytest.ini": "[pytest]\n",
+            "tests/test_a.py": FORKED_TEST,
+            "tests/test_b.py": FORKED_TEST,
+            "tests/test_c.py": "def test_fails():\n    assert 1 == 2\n",
+        },
+    )
+    code, out, st = build(proj, "-j", "2", "--pytest")
+    assert code == 1, out
+    assert st == {
+        "pytest:tests/test_a.py": "passed",
+        "pytest:tests/test_b.py": "passed",
+        "pytest:tests/test_c.py": "failed",
+    }
+    assert "assert 1 == 2" in out  # the forked run's output is its log
+    code, out, st = build(proj, "-j", "2", "--pytest")
+    assert st["pytest:tests/test_a.py"] == "cached", out
+    assert st["pytest:tests/test_b.py"] == "cached", out
+    # --no-warm starts fresh processes, whose parent is memotest: the check fails.
+    code, out, st = build(proj, "--force", "--no-warm", "--pytest", "tests/test_a.py")
+    assert st == {"pytest:tests/test_a.py": "failed"}, out
+
+
 def site_project(tmp_path: Path, ini: str, test_a: str) -> tuple[Path, Path, dict]:
     """A project whose ``tests/test_a.py`` is ``test_a`` (and ``test_b.py`` checks that it
     was forked), and the environment that puts :func:`plugin_site` on ``PYTHONPATH``."""
@@ -86,6 +112,23 @@ def test_plugins_are_imported_by_each_run_so_pytest_rewrites_them(tmp_path):
     assert st == {"pytest:tests/test_a.py": "failed", "pytest:tests/test_b.py": "passed"}, out
     assert "already imported" not in out
     assert "assert 2 == 3" in out  # rewritten: the values are shown
+
+
+def test_verbose_says_why_a_worker_was_not_used_and_the_runs_start_fresh(tmp_path):
+    # A thread started at start-up: forking would lose it, so the worker is not used.
+    site = write_tree(
+        tmp_path / "site",
+        {
+            "sitecustomize.py": "import threading, time\nthreading.Thread(target=time.sleep, "
+            "args=(60,), daemon=True).start()\n"
+        },
+    )
+    test = "import threading\n\ndef test_thread():\n    assert threading.active_count() == 2\n"
+    proj = write_tree(tmp_path / "proj", {"pytest.ini": "[pytest]\n", "tests/test_a.py": test})
+    env = dict(os.environ, PYTHONPATH=str(site))
+    code, out, st = build(proj, "-v", "--pytest", env=env)
+    assert code == 0 and st == {"pytest:tests/test_a.py": "passed"}, out
+    assert "a warm worker could not be used (more than one thread after start-up)" in out
 
 
 def warm_target(cwd: Path, module: str, **kw) -> Target:

@@ -10,7 +10,7 @@ from memotest.build import Build, Options, interrupt_on_sigterm, select
 from memotest.commands.common import add_file_option, load_project, open_store
 from memotest.errors import UsageError
 from memotest.store import Store
-from memotest.tracer.warm import close_shared_pool
+from memotest.tracer.warm import close_shared_pool, shared_pool
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -48,7 +48,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "-v",
         "--verbose",
         action="store_true",
-        help="say why each target ran and why a result was not cached",
+        help="say why each target ran, why a result was not cached, and why a warm worker "
+        "was not used or was replaced",
     )
     p.add_argument(
         "--audit",
@@ -106,6 +107,9 @@ def run(args: argparse.Namespace) -> int:
         return 130
     finally:
         undo()
+        if args.verbose:
+            for event, times in shared_pool().events.items():
+                print(f"memotest: {event}" + (f" ({times} times)" if times > 1 else ""))
         close_shared_pool()  # the warm workers (also stopped at exit, e.g. after an error)
         if store is not None:
             try:

@@ -292,7 +292,11 @@ class Worker:
 
     def holds(self) -> bool:
         """Whether everything the worker observed while starting is still as it was."""
-        return all(_sig(p) == sig for p, sig in self.snapshot.items())
+        return self.changed() is None
+
+    def changed(self) -> str | None:
+        """The first path the worker observed while starting that is no longer as it was."""
+        return next((p for p, sig in self.snapshot.items() if _sig(p) != sig), None)
 
     def spawn(
         self,
@@ -308,9 +312,10 @@ class Worker:
         proc = self.run.proc
         if not self.usable or proc is None or proc.stdin is None:
             raise WarmUnavailable(self.why or "the worker is not ready")
-        if not self.holds():
+        changed = self.changed()
+        if changed is not None:
             self.usable = False
-            self.why = "a file it read changed"
+            self.why = f"{changed} changed"
             raise WarmUnavailable(self.why)
         answer: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
         with self._lock:
@@ -466,6 +471,8 @@ class WorkerPool:
         self._starts: dict[WarmSpec, int] = {}
         self._starting: dict[WarmSpec, threading.Lock] = {}
         self._lock = threading.Lock()
+        #: Why a worker was not used or was replaced, with how many times (``build -v``).
+        self.events: dict[str, int] = {}
 
     def worker(self, spec: WarmSpec) -> Worker | None:
         """The worker for ``spec``, started if needed; None if none can be."""
@@ -479,6 +486,7 @@ class WorkerPool:
                 if current is not None:
                     del self._workers[spec]
                     self._retired.append(current)
+                    self._note(f"a warm worker was replaced: {current.why}")
                 if self._starts.get(spec, 0) < 0:
                     return None
             worker = Worker(spec, self.work_root)
@@ -490,8 +498,15 @@ class WorkerPool:
                 # Once more if a file changed meanwhile; an import error would fail again.
                 again = worker.why == CHANGED_WHILE_STARTING and self._starts.get(spec, 0) == 0
                 self._starts[spec] = 1 if again else -1
+                self._note(
+                    f"a warm worker could not be used ({worker.why})"
+                    + ("" if again else f"; runs in {spec.cwd} started fresh")
+                )
             worker.close()
             return None
+
+    def _note(self, event: str) -> None:
+        self.events[event] = self.events.get(event, 0) + 1
 
     def close(self) -> None:
         with self._lock:
