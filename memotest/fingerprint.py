@@ -83,6 +83,11 @@ _S_ISLNK = _stat.S_ISLNK
 _NOT_CACHED = object()
 
 
+#: File system timestamps come from a coarse clock that can lag the one a start time is
+#: read from; a change this close before the start is treated as after it.
+CLOCK_SLACK_NS = 50_000_000
+
+
 class StatSig(NamedTuple):
     """The stat signature a fingerprint was taken with: equal signatures, same content."""
 
@@ -95,6 +100,10 @@ class StatSig(NamedTuple):
     def of(cls, st: os.stat_result) -> StatSig:
         """The signature of a stat result."""
         return cls(st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+
+    def touched_since(self, started_ns: int) -> bool:
+        """Whether this signature shows a change at or after ``started_ns``."""
+        return max(self.mtime_ns, self.ctime_ns) >= started_ns - CLOCK_SLACK_NS
 
 
 class Refresh(NamedTuple):

@@ -21,16 +21,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from memotest import plugins
-from memotest.fingerprint import FileStates, Fingerprint, StatSig, listing_digest
+from memotest.fingerprint import CLOCK_SLACK_NS, FileStates, Fingerprint, listing_digest
 from memotest.keys import TargetKey
 from memotest.model import Kind, Target, Trace
 from memotest.runner import Outcome
 from memotest.store import STORE_DIR, Record, Store, output_value
 from memotest.tracer.collect import is_pseudo
-
-#: File system timestamps come from a coarse clock that can lag the one the start time is
-#: read from; a change this close before the start is treated as during the run.
-CLOCK_SLACK_NS = 50_000_000
 
 
 @dataclass
@@ -191,14 +187,9 @@ def changed_during_run(
         return f"{path} appeared while the target ran"
     if now.kind is Kind.ABSENT:
         return f"{path} disappeared while the target ran"
-    if now.kind is Kind.FILE and now.sig is not None and touched_since(now.sig, started_ns):
+    if now.kind is Kind.FILE and now.sig is not None and now.sig.touched_since(started_ns):
         return f"file {path} changed while the target ran"
     return None
-
-
-def touched_since(sig: StatSig, started_ns: int) -> bool:
-    """Whether a stat signature shows a change at or after ``started_ns``."""
-    return max(sig.mtime_ns, sig.ctime_ns) >= started_ns - CLOCK_SLACK_NS
 
 
 def listing_before_run(
@@ -279,7 +270,7 @@ def make_record(
             continue
         if kind is Kind.LISTING and fp.kind is not Kind.LISTING and fp.kind is not Kind.ABSENT:
             why.append(f"{path} was listed but is no longer a directory")
-        if fp.kind is Kind.LISTING and fp.sig and touched_since(fp.sig, trace.started_ns):
+        if fp.kind is Kind.LISTING and fp.sig and fp.sig.touched_since(trace.started_ns):
             names, change = listing_before_run(path, trace, states.skip_entry, trace.started_ns)
             if names is not None:
                 digest, _ = listing_digest(os.fsencode(n) for n in names)

@@ -226,10 +226,10 @@ def test_a_worker_whose_inputs_changed_does_not_fork(modules, runner):
     try:
         assert worker.start(), worker.why
         assert str(modules / "warmdep.py") in worker.snapshot
-        assert worker.holds()
+        assert worker.changed() is None
         time.sleep(0.01)
         (modules / "warmdep.py").write_text("VALUE = 2\n")
-        assert not worker.holds()
+        assert worker.changed() == str(modules / "warmdep.py")
         with pytest.raises(WarmUnavailable):
             worker.spawn([PY, "-m", "readsome"], cwd=str(modules), env={}, stdout=sys.stdout)
     finally:

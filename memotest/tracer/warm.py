@@ -40,6 +40,7 @@ import time
 from dataclasses import dataclass
 from typing import IO, Any
 
+from memotest.fingerprint import StatSig
 from memotest.tracer import shim
 from memotest.tracer.collect import build_trace
 from memotest.tracer.log import Event
@@ -47,9 +48,6 @@ from memotest.tracer.log import read as read_log
 
 #: How long a worker may take to import its modules.
 WARMUP_TIMEOUT = 120.0
-#: A change this close before the worker started counts as made while it started
-#: (timestamps come from a clock coarser than ``time.time_ns``).
-CLOCK_SLACK_NS = 50_000_000
 CHANGED_WHILE_STARTING = "a file it read changed while it started"
 #: Variables set per run, not per worker.
 PER_RUN_ENV = ("TMPDIR", "TMP", "TEMP", "MEMOTEST_TRACE_DIR", "MEMOTEST_SHIM")
@@ -168,14 +166,13 @@ class WarmSpec:
         return cls(argv[0], argv[2], tuple(warm), cwd, kept)
 
 
-def _sig(path: str) -> tuple[int, ...] | None:
+def _sig(path: str) -> StatSig | None:
     """What a path is now: the file it leads to (a symbolic link's own change, to another
     file, shows as another inode), or None if it leads nowhere."""
     try:
-        st = os.stat(path)
+        return StatSig.of(os.stat(path))
     except OSError:
         return None
-    return (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 class _Channel:
@@ -225,7 +222,7 @@ class Worker:
             trace_root=self.dir,
         )
         self.events: list[Event] = []
-        self.snapshot: dict[str, tuple[int, ...] | None] = {}
+        self.snapshot: dict[str, StatSig | None] = {}
         self.usable = False
         self.why = ""
         self._lock = threading.Lock()
@@ -280,7 +277,7 @@ class Worker:
         paths |= trace.execs
         self.snapshot = {p: _sig(p) for p in sorted(paths)}
         for sig in self.snapshot.values():
-            if sig is not None and max(sig[4], sig[5]) >= started_ns - CLOCK_SLACK_NS:
+            if sig is not None and sig.touched_since(started_ns):
                 self.why = CHANGED_WHILE_STARTING
                 return False
         self._reader = threading.Thread(
@@ -289,10 +286,6 @@ class Worker:
         self._reader.start()
         self.usable = True
         return True
-
-    def holds(self) -> bool:
-        """Whether everything the worker observed while starting is still as it was."""
-        return self.changed() is None
 
     def changed(self) -> str | None:
         """The first path the worker observed while starting that is no longer as it was."""
