@@ -3,13 +3,16 @@
 memotest forks each ``--pytest`` target from a warm worker (``memotest/tracer/warm.py``)
 unless ``--no-warm`` is given. For each project of ``benchmarks/replay.py`` (its venv and
 downloads, ``.bench/``), the last listed release is laid into ``.bench/fidelity/PROJECT``
-and every target is run three times, with ``memotest build --force``: fresh (``--no-warm``),
+and every target is run four times, with ``memotest build --force``: fresh (``--no-warm``),
 fresh again (the control: what differs between two fresh runs is the suite's own
-randomness, such as a set's order under a random hash seed), and warm. Each target's log
-(``memotest show --log``) is compared, with durations, hexadecimal addresses and the
-private temporary folders' names normalized. Prints per project how many targets printed
-the same in both fresh runs, how many printed the same warm as fresh, and every target
-whose warm log differs from its fresh one although the two fresh logs agree (with the
+randomness, such as a set's order under a random hash seed), warm (the first warm build:
+its workers import pytest only, and the runs report what they imported) and preloaded
+(the next: its workers also import what the first build's runs reported,
+``memotest/tracer/preload.py``). Each target's log (``memotest show --log``) is compared,
+with durations, hexadecimal addresses and the private temporary folders' names
+normalized. Prints per project how many targets printed the same in both fresh runs, how
+many printed the same warm and preloaded as fresh, and every target whose warm or
+preloaded log differs from its fresh one although the two fresh logs agree (with the
 first differing lines). Exit status 1 when there is such a target or a status differs.
 
 Run: ``python benchmarks/warm_fidelity.py [--projects NAME ...]`` (about a minute a project).
@@ -102,24 +105,29 @@ def main() -> int:
         lane.setup()
         fresh = lane.run("--no-warm")
         again = lane.run("--no-warm")
-        warm = lane.run()
+        runs = {"warm": lane.run(), "preloaded": lane.run()}
         same_fresh = sum(fresh[t][1] == again.get(t, ("", ""))[1] for t in fresh)
-        same_warm = sum(fresh[t][1] == warm.get(t, ("", ""))[1] for t in fresh)
+        same = {
+            kind: sum(fresh[t][1] == logs.get(t, ("", ""))[1] for t in fresh)
+            for kind, logs in runs.items()
+        }
         print(
             f"{name} {lane.project.releases[-1]}: {len(fresh)} targets; logs identical: "
-            f"fresh/fresh {same_fresh}, fresh/warm {same_warm}"
+            f"fresh/fresh {same_fresh}, fresh/warm {same['warm']}, "
+            f"fresh/preloaded {same['preloaded']}"
         )
-        for t in sorted(fresh):
-            status, log = fresh[t]
-            w_status, w_log = warm.get(t, ("missing", ""))
-            if w_status != status:
-                bad += 1
-                print(f"  STATUS {t}: fresh {status}, warm {w_status}")
-            elif w_log != log and again.get(t, ("", ""))[1] == log:
-                bad += 1
-                print(f"  DIFFERS {t} (the fresh runs agree):\n{first_diff(log, w_log)}")
-            elif w_log != log:
-                print(f"  differs, as between the fresh runs: {t}")
+        for kind, logs in runs.items():
+            for t in sorted(fresh):
+                status, log = fresh[t]
+                w_status, w_log = logs.get(t, ("missing", ""))
+                if w_status != status:
+                    bad += 1
+                    print(f"  STATUS {t}: fresh {status}, {kind} {w_status}")
+                elif w_log != log and again.get(t, ("", ""))[1] == log:
+                    bad += 1
+                    print(f"  DIFFERS {kind} {t} (the fresh runs agree):\n{first_diff(log, w_log)}")
+                elif w_log != log:
+                    print(f"  differs, as between the fresh runs: {kind} {t}")
     return 1 if bad else 0
 
 

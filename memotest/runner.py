@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 from memotest.model import Target, Trace
 from memotest.tracer.run import TracedRun
-from memotest.tracer.warm import WarmSpec, WarmUnavailable, shared_pool
+from memotest.tracer.warm import RemoteProcess, WarmSpec, WarmUnavailable, shared_pool
 
 
 @dataclass
@@ -77,10 +77,12 @@ class Runner:
             shutil.rmtree(work, ignore_errors=True)
         return outcome
 
-    def _run_traced(self, target: Target, env: dict, log, tmpdir: str, started: float) -> Outcome:
+    def _run_traced(
+        self, target: Target, env: dict, log, tmpdir: str, started: float, warm: bool = True
+    ) -> Outcome:
         if not os.path.isdir(target.cwd):
             return self._error(target, f"cwd {target.cwd} does not exist", started)
-        worker = self._worker(target, env)
+        worker = self._worker(target, env) if warm else None
         traced = TracedRun(
             target.argv,
             cwd=target.cwd,
@@ -113,6 +115,20 @@ class Runner:
             finally:
                 with self._lock:
                     self._running.discard(traced)
+        remote = traced.proc if isinstance(traced.proc, RemoteProcess) else None
+        if remote is not None and worker is not None:
+            pool = shared_pool()
+            pool.learn(worker.spec, remote)
+            if remote.tainted and not self.interrupted.is_set() and status != "timeout":
+                names = ", ".join(remote.tainted)
+                pool.note(f"{target.name} ran again, fresh: pytest rewrites {names}, preloaded")
+                # pytest wanted to rewrite a module the worker had preloaded: not the
+                # result a fresh run would give. Run it again, fresh (preload.py).
+                log.seek(0)
+                log.truncate()
+                shutil.rmtree(tmpdir, ignore_errors=True)
+                os.mkdir(tmpdir)
+                return self._run_traced(target, env, log, tmpdir, started, warm=False)
         if status == "passed" and trace.exit_code != 0:
             status = "failed"
         if self.interrupted.is_set():

@@ -87,3 +87,26 @@ def cprog(tmp_path_factory):
         return built[key]
 
     return build
+
+
+def plugin_site(root: Path) -> Path:
+    """A folder for PYTHONPATH: a ``sitecustomize`` (imported by Python at start-up, so by
+    the worker only) and a pytest plugin installed through an entry point, whose asserts
+    pytest rewrites."""
+    return write_tree(
+        root,
+        {
+            "sitecustomize.py": "import builtins\nbuiltins.SITE_VALUE = 1\n",
+            "myplug.py": """
+                import pytest
+
+                @pytest.fixture
+                def plugged():
+                    value = 2
+                    assert value == 3
+            """,
+            "myplug-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: myplug\nVersion: 1.0\n",
+            "myplug-1.0.dist-info/RECORD": "myplug.py,,\n",
+            "myplug-1.0.dist-info/entry_points.txt": "[pytest11]\nmyplug = myplug\n",
+        },
+    )

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import build_statuses, memotest, write_tree
+from conftest import build_statuses, memotest, plugin_site, write_tree
 
 from memotest.model import Target
 from memotest.runner import Runner
@@ -28,29 +28,6 @@ def test_forked_from_the_worker():
 
 
 build = build_statuses
-
-
-def plugin_site(root: Path) -> Path:
-    """A folder for PYTHONPATH: a ``sitecustomize`` (imported by Python at start-up, so by
-    the worker only) and a pytest plugin installed through an entry point, whose asserts
-    pytest rewrites."""
-    return write_tree(
-        root,
-        {
-            "sitecustomize.py": "import builtins\nbuiltins.SITE_VALUE = 1\n",
-            "myplug.py": """
-                import pytest
-
-                @pytest.fixture
-                def plugged():
-                    value = 2
-                    assert value == 3
-            """,
-            "myplug-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: myplug\nVersion: 1.0\n",
-            "myplug-1.0.dist-info/RECORD": "myplug.py,,\n",
-            "myplug-1.0.dist-info/entry_points.txt": "[pytest11]\nmyplug = myplug\n",
-        },
-    )
 
 
 def test_pytest_targets_run_forked_from_a_warm_worker(tmp_path):

@@ -66,6 +66,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="start every target as a fresh process, never forked from a warm worker "
         "(pytest targets are, by default)",
     )
+    p.add_argument(
+        "--no-preload",
+        action="store_true",
+        help="warm workers import pytest only, not also the libraries earlier runs imported",
+    )
     plugins.call("memotest_addoption", parser=p)
     p.set_defaults(run=run)
 
@@ -81,6 +86,7 @@ def _fraction(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    shared_pool().preload = not args.no_preload
     config = plugins.Config(args, plugins.manager())
     plugins.call("memotest_configure", config=config)
     project = load_project(args)

@@ -45,6 +45,7 @@ from memotest.tracer import shim
 from memotest.tracer.collect import build_trace
 from memotest.tracer.log import Event
 from memotest.tracer.log import read as read_log
+from memotest.tracer.preload import PreloadBook
 
 #: How long a worker may take to import its modules.
 WARMUP_TIMEOUT = 120.0
@@ -64,9 +65,53 @@ def send(obj):
     while data:
         data = data[os.write(1, data):]
 
+def threads():
+    return max(threading.active_count(), len(os.listdir("/proc/self/task")))
+
+def preload(names):
+    # A module whose import warns, prints or starts a thread is refused (preload.py).
+    import warnings
+    size = lambda: os.fstat(2).st_size
+    out = os.dup(1)
+    os.dup2(2, 1)  # what an import prints must not reach memotest as an answer
+    try:
+        for name in names:
+            if name in sys.modules:
+                continue
+            before = size()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    importlib.import_module(name)
+                except BaseException:
+                    pass  # not importable here: the runs import what they can
+            sys.stdout.flush()
+            sys.stderr.flush()
+            if caught:
+                return [name, "its import warned: %s" % caught[0].category.__name__]
+            if threads() != 1:
+                return [name, "its import started a thread"]
+            if size() != before:
+                return [name, "its import printed"]
+    finally:
+        os.dup2(out, 1)
+        os.close(out)
+    return None
+
+def roots():
+    # The interpreter's own folders: a module found there is not the project's.
+    import site, sysconfig
+    paths = sysconfig.get_paths()
+    found = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    try:
+        found.update(site.getsitepackages())
+    except Exception:
+        pass
+    return tuple(sorted(os.path.normpath(p) + os.sep for p in found))
+
 def serve():
-    global json
-    import ctypes, gc, importlib, json, select, threading
+    global json, importlib, threading
+    import ctypes, gc, importlib, importlib.machinery, json, select, threading
     cfg = json.loads(sys.argv[1])
     errors = []
     for name in cfg["modules"]:
@@ -74,27 +119,32 @@ def serve():
             importlib.import_module(name)
         except BaseException as exc:
             errors.append("import %s: %r" % (name, exc))
+    before = set(sys.modules)
+    refused = None if errors else preload(cfg.get("preload") or [])
+    preloaded = frozenset(set(sys.modules) - before)
+    where = roots()
+    had = frozenset(sys.modules)  # a run reports what it imported beyond these
     retarget = ctypes.CDLL(cfg["shim"]).memotest_shim_retarget
     retarget.argtypes = [ctypes.c_char_p]
     retarget.restype = ctypes.c_int
-    if threading.active_count() != 1 or len(os.listdir("/proc/self/task")) != 1:
+    if threads() != 1:
         errors.append("more than one thread after start-up")
     if not hasattr(os, "pidfd_open"):
         errors.append("os.pidfd_open is missing (Python 3.9+ on Linux 5.3+)")
-    send({"ready": not errors, "errors": errors})
-    if errors:
+    send({"ready": not errors and not refused, "errors": errors, "refused": refused})
+    if errors or refused:
         os._exit(0)
     gc.collect()
     gc.freeze()  # what is shared with the children stays shared
-    children = {}  # pidfd: pid
+    children = {}  # pidfd: (pid, memfd of its report)
     buf, eof = b"", False
     while children or not eof:
         for fd in select.select([*children, *([] if eof else [0])], [], [])[0]:
             if fd in children:
-                pid = children.pop(fd)
+                pid, memfd = children.pop(fd)
                 os.close(fd)
                 _, status = os.waitpid(pid, 0)
-                send({"pid": pid, "status": status})
+                send({"pid": pid, "status": status, "report": read_report(memfd)})
                 continue
             chunk = os.read(0, 65536)
             eof = not chunk
@@ -102,17 +152,74 @@ def serve():
             while b"\n" in buf:
                 line, buf = buf.split(b"\n", 1)
                 job = json.loads(line)
+                memfd = os.memfd_create("memotest-report") if hasattr(os, "memfd_create") else -1
                 pid = os.fork()
                 if pid == 0:
-                    for other in children:
+                    for other, (_, their) in children.items():
                         os.close(other)
-                    return job, retarget
-                children[os.pidfd_open(pid)] = pid
+                        if their >= 0:
+                            os.close(their)
+                    return job, retarget, memfd, preloaded, had, where
+                children[os.pidfd_open(pid)] = (pid, memfd)
                 send({"id": job["id"], "pid": pid})
     os._exit(0)
 
-def become(job, retarget):
-    import importlib, runpy, tempfile
+def read_report(memfd):
+    if memfd < 0:
+        return None
+    try:
+        os.lseek(memfd, 0, 0)
+        data = b""
+        while True:
+            chunk = os.read(memfd, 1 << 20)
+            if not chunk:
+                break
+            data += chunk
+        return json.loads(data) if data else None
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(memfd)
+
+MARKS = set()
+
+def note_marks():
+    # pytest's rewrite hook leaves sys.meta_path when pytest ends: note what it is told
+    # to rewrite as it is told.
+    rewrite = sys.modules.get("_pytest.assertion.rewrite")
+    hook = getattr(rewrite, "AssertionRewritingHook", None)
+    mark = getattr(hook, "mark_rewrite", None)
+    if mark is None:
+        return
+    def mark_rewrite(self, *names):
+        MARKS.update(n for n in names if isinstance(n, str))
+        return mark(self, *names)
+    mark_rewrite.__wrapped__ = mark
+    hook.mark_rewrite = mark_rewrite
+
+def report(preloaded, had, where):
+    # The modules this run imported from the interpreter's folders, and the names pytest
+    # marked for rewriting: what the next worker may preload (preload.py).
+    kinds = (importlib.machinery.SourceFileLoader, importlib.machinery.SourcelessFileLoader,
+             importlib.machinery.ExtensionFileLoader)
+    marks = MARKS
+    names = []
+    for name, module in list(sys.modules.items()):
+        spec = getattr(module, "__dict__", {}).get("__spec__")
+        origin = getattr(spec, "origin", None)
+        if name in had or name == "__main__" or not isinstance(origin, str):
+            continue
+        loader = getattr(spec, "loader", None)
+        if type(loader) in kinds and os.path.normpath(origin).startswith(where):
+            names.append(name)
+    def is_marked(name):
+        parts = name.split(".")
+        return any(".".join(parts[:i]) in marks for i in range(1, len(parts) + 1))
+    tainted = sorted(n for n in preloaded if is_marked(n))
+    return {"modules": names, "marked": sorted(marks), "tainted": tainted}
+
+def become(job, retarget, memfd, preloaded, had, where):
+    import runpy, tempfile
     os.setsid()
     null = os.open(os.devnull, os.O_RDONLY)
     log = os.open(job["log"], os.O_WRONLY | os.O_APPEND)
@@ -133,11 +240,22 @@ def become(job, retarget):
         del sys.path_importer_cache[key]  # a folder missing then may be there now
     sys.path[0] = os.getcwd()
     sys.argv = [job["module"], *job["args"]]
+    if memfd >= 0:
+        note_marks()
     main = getattr(runpy, "_run_module_as_main", None)
-    if main is not None:
-        main(job["module"], alter_argv=True)
-    else:
-        runpy.run_module(job["module"], run_name="__main__", alter_sys=True)
+    try:
+        if main is not None:
+            main(job["module"], alter_argv=True)
+        else:
+            runpy.run_module(job["module"], run_name="__main__", alter_sys=True)
+    finally:
+        if memfd >= 0:
+            try:
+                data = json.dumps(report(preloaded, had, where)).encode()
+                while data:
+                    data = data[os.write(memfd, data):]
+            except BaseException:
+                pass
 
 become(*serve())
 """
@@ -149,10 +267,10 @@ class WarmUnavailable(Exception):
 
 @dataclass(frozen=True)
 class WarmSpec:
-    """What makes two runs able to share a worker."""
+    """What makes two runs able to share a worker (whatever module each then runs: the
+    collection and the targets share one)."""
 
     python: str
-    module: str
     modules: tuple[str, ...]
     cwd: str
     env: frozenset[tuple[str, str]]
@@ -163,7 +281,7 @@ class WarmSpec:
         if len(argv) < 3 or argv[1] != "-m" or not os.path.isabs(argv[0]):
             return None
         kept = frozenset((k, v) for k, v in env.items() if k not in PER_RUN_ENV)
-        return cls(argv[0], argv[2], tuple(warm), cwd, kept)
+        return cls(argv[0], tuple(warm), cwd, kept)
 
 
 def _sig(path: str) -> StatSig | None:
@@ -202,16 +320,22 @@ class Worker:
     """One warm process. It forks any number of runs at once (one per job slot); a
     thread reads its answers: the pid of each run it forked, and how each run ended."""
 
-    def __init__(self, spec: WarmSpec, work_root: str | None = None) -> None:
+    def __init__(
+        self, spec: WarmSpec, work_root: str | None = None, preload: tuple[str, ...] = ()
+    ) -> None:
         from memotest.tracer.run import TracedRun  # run.py imports this module
 
         self.spec = spec
+        #: Modules imported after ``spec.modules`` (``preload.py``); ``refused`` names one
+        #: whose import warned, printed or started a thread, and why.
+        self.preload = preload
+        self.refused: tuple[str, str] | None = None
         self.dir = tempfile.mkdtemp(prefix="memotest-worker-", dir=work_root)
         tmp = os.path.join(self.dir, "tmp")
         os.mkdir(tmp)
         self.err_path = os.path.join(self.dir, "stderr")
         self._err = open(self.err_path, "wb")  # noqa: SIM115 - closed by close()
-        config = {"modules": spec.modules, "shim": shim.shim_path()}
+        config = {"modules": spec.modules, "preload": preload, "shim": shim.shim_path()}
         self.run = TracedRun(
             [spec.python, "-c", WORKER_SOURCE, json.dumps(config)],
             cwd=spec.cwd,
@@ -229,7 +353,8 @@ class Worker:
         self._next_id = 0
         self._replies: dict[int, queue.SimpleQueue[dict[str, Any] | None]] = {}
         self._runs: dict[int, RemoteProcess] = {}
-        self._ended: dict[int, int] = {}  # statuses that came before their run was known
+        #: Ends (status, report) that came before their run was known.
+        self._ended: dict[int, tuple[int, dict[str, Any] | None]] = {}
         self._gone = False
         self._reader: threading.Thread | None = None
 
@@ -252,6 +377,10 @@ class Worker:
         self.run.watcher.stop()  # from now on the worker itself does nothing to trace
         if not msg or not msg.get("ready"):
             errors = "; ".join(msg.get("errors", [])) if msg else ""
+            refused = msg.get("refused") if msg else None
+            if not errors and isinstance(refused, list) and len(refused) == 2:
+                self.refused = (str(refused[0]), str(refused[1]))
+                errors = f"preloading {refused[0]}: {refused[1]}"
             self.why = errors or self._stderr_tail() or "the worker did not start"
             return False
         events, damage = read_log(self.run.log_path)
@@ -319,7 +448,7 @@ class Worker:
             self._replies[job_id] = answer
             job = {
                 "id": job_id,
-                "module": self.spec.module,
+                "module": argv[2],
                 "args": argv[3:],
                 "cwd": cwd or self.spec.cwd,
                 "env": env,
@@ -346,7 +475,7 @@ class Worker:
         run = RemoteProcess(self, pid)
         with self._lock:
             if pid in self._ended:
-                run.ended(self._ended.pop(pid))
+                run.ended(*self._ended.pop(pid))
             elif self._gone:
                 run.lose()
             else:
@@ -374,11 +503,13 @@ class Worker:
                     continue
                 else:
                     pid, status = int(msg["pid"]), int(msg["status"])
+                    report = msg.get("report")
+                    report = report if isinstance(report, dict) else None
                     run = self._runs.pop(pid, None)
                     if run is None:
-                        self._ended[pid] = status
+                        self._ended[pid] = (status, report)
                     else:
-                        run.ended(status)
+                        run.ended(status, report)
                     continue
             for answer in waiting:
                 answer.put(None)
@@ -428,11 +559,23 @@ class RemoteProcess:
         self.prior_events = worker.events
         #: The worker's pid and trace folder, for the run's process watcher.
         self.owner = (worker.run.pid, worker.run.dir)
+        self.worker = worker
+        #: What the run reported at its end (``preload.py``): ``modules``, ``marked``
+        #: and ``tainted`` (preloaded modules pytest wanted to rewrite); None if nothing.
+        self.report: dict[str, Any] | None = None
         self._done = threading.Event()
 
-    def ended(self, status: int) -> None:
+    def ended(self, status: int, report: dict[str, Any] | None = None) -> None:
         self.returncode = os.waitstatus_to_exitcode(status)
+        self.report = report
         self._done.set()
+
+    @property
+    def tainted(self) -> list[str]:
+        """Modules the worker preloaded that the run's pytest wanted to rewrite: its
+        result is not what a fresh run's would be (a warning, asserts not rewritten)."""
+        found = (self.report or {}).get("tainted") or []
+        return [str(n) for n in found]
 
     def lose(self) -> None:
         """The worker is gone: the run (now re-parented to us) is ended and not trusted."""
@@ -455,10 +598,17 @@ class RemoteProcess:
 class WorkerPool:
     """One worker per spec, shared by every job slot and started on first use. A worker
     whose inputs changed is replaced; the old one is stopped when the pool closes (runs
-    of it may still be going on)."""
+    of it may still be going on). What the runs report teaches the next workers what to
+    preload (``preload.py``); :meth:`close` saves it."""
 
-    def __init__(self, work_root: str | None = None) -> None:
+    #: How many times in a row a worker is started again without a refused module.
+    REFUSALS = 3
+
+    def __init__(self, work_root: str | None = None, *, preload: bool = True) -> None:
         self.work_root = work_root
+        self.book = PreloadBook()
+        #: Whether workers preload what earlier runs imported (off: ``pytest`` only).
+        self.preload = preload
         self._workers: dict[WarmSpec, Worker] = {}
         self._retired: list[Worker] = []
         self._starts: dict[WarmSpec, int] = {}
@@ -482,8 +632,16 @@ class WorkerPool:
                     self._note(f"a warm worker was replaced: {current.why}")
                 if self._starts.get(spec, 0) < 0:
                     return None
-            worker = Worker(spec, self.work_root)
-            ok = worker.start()
+            for _ in range(self.REFUSALS + 1):
+                preload = self.preload_for(spec)
+                worker = Worker(spec, self.work_root, preload)
+                ok = worker.start()
+                if ok or worker.refused is None:
+                    break
+                name, why = worker.refused
+                self.book.refuse(spec.cwd, spec.python, [name])
+                self.note(f"a warm worker left out {name} ({why})")
+                worker.close()
             with self._lock:
                 if ok:
                     self._workers[spec] = worker
@@ -498,7 +656,24 @@ class WorkerPool:
             worker.close()
             return None
 
+    def preload_for(self, spec: WarmSpec) -> tuple[str, ...]:
+        """What a new worker for ``spec`` preloads (nothing with preloading off)."""
+        if not self.preload:
+            return ()
+        return self.book.modules_for(spec.cwd, spec.python, spec.modules)
+
+    def learn(self, spec: WarmSpec, run: RemoteProcess) -> None:
+        """Takes what a forked run reported for the next workers of its spec."""
+        if run.report is not None:
+            self.book.learn(spec.cwd, spec.python, run.report)
+
+    def note(self, event: str) -> None:
+        """Counts an event (``build -v``)."""
+        with self._lock:
+            self._note(event)
+
     def _note(self, event: str) -> None:
+        """Counts an event; the caller holds ``_lock``."""
         self.events[event] = self.events.get(event, 0) + 1
 
     def close(self) -> None:
@@ -508,6 +683,7 @@ class WorkerPool:
             self._retired.clear()
         for w in workers:
             w.close()
+        self.book.save()
 
 
 _shared: WorkerPool | None = None

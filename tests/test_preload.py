@@ -1,0 +1,144 @@
+"""What warm workers preload (``memotest/tracer/preload.py``): learned from real forked
+runs of real pytest, and refused when importing it early would change a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from conftest import build_statuses, plugin_site, write_tree
+
+from memotest.tracer.preload import HINTS, PreloadBook, marked
+
+PY = sys.executable
+
+# colorsys: a standard module that neither pytest nor memotest imports.
+IMPORTS_COLORSYS = "import colorsys\nimport mypkg\n\ndef test_uses():\n    assert mypkg.X\n"
+PRELOADED = """
+import sys
+
+SEEN = "colorsys" in sys.modules  # at collection, before this file imports anything
+
+def test_seen_at_collection():
+    assert SEEN
+"""
+
+
+def hints(proj: Path) -> dict:
+    return json.loads((proj / HINTS).read_text())["interpreters"][PY]
+
+
+def write_hints(proj: Path, modules: list[str], never: list[str] = ()) -> None:
+    (proj / HINTS).parent.mkdir(exist_ok=True)
+    data = {"version": 1, "interpreters": {PY: {"modules": modules, "never": list(never)}}}
+    (proj / HINTS).write_text(json.dumps(data))
+
+
+def test_the_next_worker_preloads_what_the_runs_imported_but_the_projects_own(tmp_path):
+    proj = write_tree(
+        tmp_path / "proj",
+        {
+            "pytest.ini": "[pytest]\n",
+            "mypkg/__init__.py": "X = 1\n",
+            "tests/test_a.py": IMPORTS_COLORSYS,
+            "tests/test_b.py": PRELOADED,
+        },
+    )
+    code, out, st = build_statuses(proj, "--pytest")
+    # The first build's worker imported pytest only.
+    assert st == {"pytest:tests/test_a.py": "passed", "pytest:tests/test_b.py": "failed"}, out
+    learned = hints(proj)["modules"]
+    assert "colorsys" in learned
+    assert not [m for m in learned if m.split(".")[0] in ("mypkg", "tests", "test_a")]
+    code, out, st = build_statuses(proj, "--force", "--pytest")
+    assert code == 0
+    assert st == {"pytest:tests/test_a.py": "passed", "pytest:tests/test_b.py": "passed"}, out
+    code, out, st = build_statuses(proj, "--force", "--no-preload", "--pytest")
+    assert code == 1
+    assert st["pytest:tests/test_b.py"] == "failed", out
+
+
+def test_a_module_whose_import_warns_is_left_out_and_never_preloaded(tmp_path):
+    site = write_tree(
+        tmp_path / "site",
+        {"warnmod.py": "import warnings\nwarnings.warn('old', DeprecationWarning)\n"},
+    )
+    test = """
+        import pytest
+
+        def test_warns_on_first_import():
+            with pytest.warns(DeprecationWarning, match="old"):
+                import warnmod
+    """
+    proj = write_tree(
+        tmp_path / "proj",
+        {"pytest.ini": "[pytest]\n", "tests/test_w.py": test, "tests/test_b.py": PRELOADED},
+    )
+    env = dict(os.environ, PYTHONPATH=str(site))
+    build_statuses(proj, "--pytest", env=env)  # a first build makes what plugins make
+    write_hints(proj, ["warnmod", "colorsys"])
+    code, out, st = build_statuses(proj, "-v", "--force", "--pytest", env=env)
+    assert code == 0
+    assert st == {"pytest:tests/test_w.py": "passed", "pytest:tests/test_b.py": "passed"}, out
+    assert "a warm worker left out warnmod (its import warned: DeprecationWarning)" in out
+    assert "warnmod" in hints(proj)["never"]
+
+
+def test_a_preloaded_module_pytest_wants_to_rewrite_makes_the_run_start_fresh(tmp_path):
+    """An entry-point plugin the worker preloaded could not be rewritten: pytest would warn
+    (here, an error) and its failed asserts would say less. The run starts again, fresh."""
+    site = plugin_site(tmp_path / "site")
+    proj = write_tree(
+        tmp_path / "proj",
+        {
+            "pytest.ini": "[pytest]\nfilterwarnings = error\n",
+            "tests/test_a.py": "def test_plugged(plugged):\n    pass\n",
+        },
+    )
+    env = dict(os.environ, PYTHONPATH=str(site))
+    build_statuses(proj, "--pytest", env=env)
+    write_hints(proj, ["myplug"])
+    code, out, st = build_statuses(proj, "-v", "--force", "--pytest", env=env)
+    assert code == 1
+    assert st == {"pytest:tests/test_a.py": "failed"}, out
+    assert "pytest:tests/test_a.py ran again, fresh: pytest rewrites myplug, preloaded" in out
+    assert "already imported" not in out
+    assert "assert 2 == 3" in out  # rewritten: the values are shown
+    assert "myplug" in hints(proj)["never"]
+
+
+def test_marked_takes_a_name_or_a_package_above_it():
+    marks = {"pkg", "other.sub"}
+    assert marked("pkg", marks) and marked("pkg.mod", marks) and marked("other.sub.x", marks)
+    assert not marked("pkgx", marks) and not marked("other", marks)
+
+
+def test_the_book_leaves_out_the_project_the_denied_and_the_marked(tmp_path):
+    write_tree(tmp_path, {"src/proj/__init__.py": "", "tool.py": "", ".memotest/x": ""})
+    book = PreloadBook()
+    report = {"modules": ["proj.core", "tool", "json", "readline", "plug.x", "own"]}
+    book.learn(str(tmp_path), PY, {**report, "marked": ["plug"]})
+    assert book.modules_for(str(tmp_path), PY, ("own",)) == ("json",)
+
+
+def test_the_book_merges_with_what_another_build_saved(tmp_path):
+    (tmp_path / ".memotest").mkdir()
+    first, second = PreloadBook(), PreloadBook()
+    first.modules_for(str(tmp_path), PY, ())  # read before the other build saves
+    second.learn(str(tmp_path), PY, {"modules": ["json"], "marked": ["plug"]})
+    second.save()
+    first.learn(str(tmp_path), PY, {"modules": ["csv"], "marked": []})
+    first.refuse(str(tmp_path), PY, ["warnmod"])
+    first.save()
+    saved = hints(tmp_path)
+    assert saved["modules"] == ["json", "csv"]
+    assert saved["never"] == ["plug", "warnmod"]
+
+
+def test_nothing_is_written_where_there_is_no_store(tmp_path):
+    book = PreloadBook()
+    book.learn(str(tmp_path), PY, {"modules": ["json"], "marked": []})
+    book.save()
+    assert not (tmp_path / ".memotest").exists()
