@@ -142,3 +142,53 @@ def test_nothing_is_written_where_there_is_no_store(tmp_path):
     book.learn(str(tmp_path), PY, {"modules": ["json"], "marked": []})
     book.save()
     assert not (tmp_path / ".memotest").exists()
+
+
+def test_preloading_stops_when_the_runs_keep_replacing_the_worker(tmp_path):
+    # Each run rewrites a module the worker imported (here sitecustomize, read at start-up):
+    # the next run finds the worker changed and starts fresh, the one after that needs a
+    # new worker, which would preload all over again. At -j1, six targets make two.
+    site = plugin_site(tmp_path / "site")
+    touch = f"""
+        import time
+
+        def test_touch():
+            with open({str(site / "sitecustomize.py")!r}, "a") as f:
+                f.write("\\n")
+            time.sleep(0.3)  # long before the next worker starts
+    """
+    files = {f"tests/test_{n}.py": touch for n in "abcdef"}
+    proj = write_tree(tmp_path / "proj", {"pytest.ini": "[pytest]\n", **files})
+    env = dict(os.environ, PYTHONPATH=str(site))
+    code, out, st = build_statuses(proj, "-v", "-j1", "--pytest", env=env)
+    assert code == 0 and set(st.values()) == {"passed"}, out
+    assert "warm workers replaced too often: no more preloading" in out
+
+
+def test_a_module_whose_import_reads_the_projects_files_is_never_preloaded(tmp_path):
+    # Preloaded, it would make every target depend on tox.ini (as hacking does).
+    site = write_tree(
+        tmp_path / "site", {"readsconf.py": "with open('tox.ini') as f:\n    CONF = f.read()\n"}
+    )
+    test = "import readsconf\n\ndef test_conf():\n    assert readsconf.CONF\n"
+    proj = write_tree(
+        tmp_path / "proj",
+        {
+            "pytest.ini": "[pytest]\n",
+            "tox.ini": "[tox]\n",
+            "tests/test_a.py": test,
+            "tests/test_b.py": PRELOADED,
+        },
+    )
+    env = dict(os.environ, PYTHONPATH=str(site))
+    build_statuses(proj, "--pytest", env=env)
+    write_hints(proj, ["readsconf", "colorsys"])
+    code, out, st = build_statuses(proj, "-v", "--force", "--pytest", env=env)
+    assert code == 0, out
+    assert st == {"pytest:tests/test_a.py": "passed", "pytest:tests/test_b.py": "passed"}, out
+    assert f"a warm worker left out readsconf (its import looked at {proj / 'tox.ini'})" in out
+    assert "readsconf" in hints(proj)["never"]
+    # tox.ini is an input of the target that imports readsconf only.
+    (proj / "tox.ini").write_text("[tox]\nenvlist = py\n")
+    code, out, st = build_statuses(proj, "--pytest", env=env)
+    assert st == {"pytest:tests/test_a.py": "passed", "pytest:tests/test_b.py": "cached"}, out

@@ -68,8 +68,10 @@ def send(obj):
 def threads():
     return max(threading.active_count(), len(os.listdir("/proc/self/task")))
 
-def preload(names):
+def preload(names, mark):
     # A module whose import warns, prints or starts a thread is refused (preload.py).
+    # Before each import, a lookup of MARK/NAME in the trace tells memotest whose import
+    # read what that follows.
     import warnings
     size = lambda: os.fstat(2).st_size
     out = os.dup(1)
@@ -78,6 +80,7 @@ def preload(names):
         for name in names:
             if name in sys.modules:
                 continue
+            os.path.exists(mark + name)
             before = size()
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -94,6 +97,7 @@ def preload(names):
             if size() != before:
                 return [name, "its import printed"]
     finally:
+        os.path.exists(mark)  # the end of the preload
         os.dup2(out, 1)
         os.close(out)
     return None
@@ -120,7 +124,7 @@ def serve():
         except BaseException as exc:
             errors.append("import %s: %r" % (name, exc))
     before = set(sys.modules)
-    refused = None if errors else preload(cfg.get("preload") or [])
+    refused = None if errors else preload(cfg.get("preload") or [], cfg["mark"])
     preloaded = frozenset(set(sys.modules) - before)
     where = roots()
     had = frozenset(sys.modules)  # a run reports what it imported beyond these
@@ -131,7 +135,8 @@ def serve():
         errors.append("more than one thread after start-up")
     if not hasattr(os, "pidfd_open"):
         errors.append("os.pidfd_open is missing (Python 3.9+ on Linux 5.3+)")
-    send({"ready": not errors and not refused, "errors": errors, "refused": refused})
+    ready = not errors and not refused
+    send({"ready": ready, "errors": errors, "refused": refused, "roots": where})
     if errors or refused:
         os._exit(0)
     gc.collect()
@@ -205,7 +210,10 @@ def report(preloaded, had, where):
     marks = MARKS
     names = []
     for name, module in list(sys.modules.items()):
-        spec = getattr(module, "__dict__", {}).get("__spec__")
+        try:  # not getattr: a lazy module (importlib.util.LazyLoader) would load
+            spec = object.__getattribute__(module, "__dict__").get("__spec__")
+        except Exception:
+            continue
         origin = getattr(spec, "origin", None)
         if name in had or name == "__main__" or not isinstance(origin, str):
             continue
@@ -259,6 +267,39 @@ def become(job, retarget, memfd, preloaded, had, where):
 
 become(*serve())
 """
+
+
+#: The folder of the preload's markers (looked up, never there): see ``_project_reads``.
+PRELOAD_MARK = "/.memotest-preload/"
+
+
+def _project_reads(
+    events: list[Event], cwd: str, roots: list[str]
+) -> tuple[list[Event], list[tuple[str, str]]]:
+    """The worker's events without the preload's markers, and the preloaded modules whose
+    import looked at the project's files (anything under ``cwd`` but ``cwd`` itself and
+    the interpreter's own folders, ``roots``): preloaded, such a module would make every
+    run depend on that file (``hacking`` reads ``tox.ini`` when imported). The shim logs
+    a path once, so only the first module to look at a file is named."""
+    kept: list[Event] = []
+    refused: dict[str, str] = {}
+    current = ""
+    inside = cwd.rstrip("/") + "/"
+    for ev in events:
+        path = ev.fields[0] if ev.fields else ""
+        if ev.op == "M" and path.startswith(PRELOAD_MARK):
+            current = path[len(PRELOAD_MARK) :]
+            continue
+        kept.append(ev)
+        if (
+            current
+            and current not in refused
+            and ev.op in "RSMLWND"
+            and path.startswith(inside)
+            and not path.startswith(tuple(roots))
+        ):
+            refused[current] = f"its import looked at {path}"
+    return kept, list(refused.items())
 
 
 class WarmUnavailable(Exception):
@@ -326,16 +367,22 @@ class Worker:
         from memotest.tracer.run import TracedRun  # run.py imports this module
 
         self.spec = spec
-        #: Modules imported after ``spec.modules`` (``preload.py``); ``refused`` names one
-        #: whose import warned, printed or started a thread, and why.
+        #: Modules imported after ``spec.modules`` (``preload.py``); ``refused`` names
+        #: those whose import warned, printed, started a thread or read the project's
+        #: files, and why.
         self.preload = preload
-        self.refused: tuple[str, str] | None = None
+        self.refused: list[tuple[str, str]] = []
         self.dir = tempfile.mkdtemp(prefix="memotest-worker-", dir=work_root)
         tmp = os.path.join(self.dir, "tmp")
         os.mkdir(tmp)
         self.err_path = os.path.join(self.dir, "stderr")
         self._err = open(self.err_path, "wb")  # noqa: SIM115 - closed by close()
-        config = {"modules": spec.modules, "preload": preload, "shim": shim.shim_path()}
+        config = {
+            "modules": spec.modules,
+            "preload": preload,
+            "mark": PRELOAD_MARK,
+            "shim": shim.shim_path(),
+        }
         self.run = TracedRun(
             [spec.python, "-c", WORKER_SOURCE, json.dumps(config)],
             cwd=spec.cwd,
@@ -379,11 +426,15 @@ class Worker:
             errors = "; ".join(msg.get("errors", [])) if msg else ""
             refused = msg.get("refused") if msg else None
             if not errors and isinstance(refused, list) and len(refused) == 2:
-                self.refused = (str(refused[0]), str(refused[1]))
+                self.refused = [(str(refused[0]), str(refused[1]))]
                 errors = f"preloading {refused[0]}: {refused[1]}"
             self.why = errors or self._stderr_tail() or "the worker did not start"
             return False
         events, damage = read_log(self.run.log_path)
+        events, self.refused = _project_reads(events, self.spec.cwd, msg.get("roots") or [])
+        if self.refused:
+            self.why = "preloading {}: {}".format(*self.refused[0])
+            return False
         with open(self.run.status_path, "rb") as f:
             lost = f.read(1) != b"0"
         trace = build_trace(
@@ -603,6 +654,9 @@ class WorkerPool:
 
     #: How many times in a row a worker is started again without a refused module.
     REFUSALS = 3
+    #: After this many replacements in one build (the runs keep changing a file the
+    #: worker read), new workers of that spec preload nothing.
+    REPLACEMENTS = 2
 
     def __init__(self, work_root: str | None = None, *, preload: bool = True) -> None:
         self.work_root = work_root
@@ -612,6 +666,7 @@ class WorkerPool:
         self._workers: dict[WarmSpec, Worker] = {}
         self._retired: list[Worker] = []
         self._starts: dict[WarmSpec, int] = {}
+        self._replaced: dict[WarmSpec, int] = {}
         self._starting: dict[WarmSpec, threading.Lock] = {}
         self._lock = threading.Lock()
         #: Why a worker was not used or was replaced, with how many times (``build -v``).
@@ -630,17 +685,20 @@ class WorkerPool:
                     del self._workers[spec]
                     self._retired.append(current)
                     self._note(f"a warm worker was replaced: {current.why}")
+                    self._replaced[spec] = self._replaced.get(spec, 0) + 1
+                    if self._replaced[spec] == self.REPLACEMENTS:
+                        self._note("warm workers replaced too often: no more preloading")
                 if self._starts.get(spec, 0) < 0:
                     return None
             for _ in range(self.REFUSALS + 1):
                 preload = self.preload_for(spec)
                 worker = Worker(spec, self.work_root, preload)
                 ok = worker.start()
-                if ok or worker.refused is None:
+                if ok or not worker.refused:
                     break
-                name, why = worker.refused
-                self.book.refuse(spec.cwd, spec.python, [name])
-                self.note(f"a warm worker left out {name} ({why})")
+                self.book.refuse(spec.cwd, spec.python, [name for name, _ in worker.refused])
+                for name, why in worker.refused:
+                    self.note(f"a warm worker left out {name} ({why})")
                 worker.close()
             with self._lock:
                 if ok:
@@ -658,7 +716,7 @@ class WorkerPool:
 
     def preload_for(self, spec: WarmSpec) -> tuple[str, ...]:
         """What a new worker for ``spec`` preloads (nothing with preloading off)."""
-        if not self.preload:
+        if not self.preload or self._replaced.get(spec, 0) >= self.REPLACEMENTS:
             return ()
         return self.book.modules_for(spec.cwd, spec.python, spec.modules)
 
