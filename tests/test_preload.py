@@ -60,17 +60,23 @@ def test_the_next_worker_preloads_what_the_runs_imported_but_the_projects_own(tm
     assert st["pytest:tests/test_b.py"] == "failed", out
 
 
-def test_a_module_whose_import_warns_is_left_out_and_never_preloaded(tmp_path):
+def test_a_package_whose_import_warns_is_left_out_and_never_preloaded(tmp_path):
+    # Importing warnpkg.sub runs warnpkg/__init__.py, which warns (as eventlet does): the
+    # whole package is left out at once, not one submodule per restarted worker.
     site = write_tree(
         tmp_path / "site",
-        {"warnmod.py": "import warnings\nwarnings.warn('old', DeprecationWarning)\n"},
+        {
+            "warnpkg/__init__.py": "import warnings\nwarnings.warn('old', DeprecationWarning)\n",
+            "warnpkg/sub.py": "",
+            "warnpkg/other.py": "",
+        },
     )
     test = """
         import pytest
 
         def test_warns_on_first_import():
             with pytest.warns(DeprecationWarning, match="old"):
-                import warnmod
+                import warnpkg.sub
     """
     proj = write_tree(
         tmp_path / "proj",
@@ -78,12 +84,13 @@ def test_a_module_whose_import_warns_is_left_out_and_never_preloaded(tmp_path):
     )
     env = dict(os.environ, PYTHONPATH=str(site))
     build_statuses(proj, "--pytest", env=env)  # a first build makes what plugins make
-    write_hints(proj, ["warnmod", "colorsys"])
+    write_hints(proj, ["warnpkg.sub", "warnpkg.other", "colorsys"])
     code, out, st = build_statuses(proj, "-v", "--force", "--pytest", env=env)
     assert code == 0
     assert st == {"pytest:tests/test_w.py": "passed", "pytest:tests/test_b.py": "passed"}, out
-    assert "a warm worker left out warnmod (its import warned: DeprecationWarning)" in out
-    assert "warnmod" in hints(proj)["never"]
+    assert "a warm worker left out warnpkg.sub (its import warned: DeprecationWarning)" in out
+    assert "left out warnpkg.other" not in out
+    assert "warnpkg" in hints(proj)["never"]
 
 
 def test_a_preloaded_module_pytest_wants_to_rewrite_makes_the_run_start_fresh(tmp_path):
@@ -192,3 +199,25 @@ def test_a_module_whose_import_reads_the_projects_files_is_never_preloaded(tmp_p
     (proj / "tox.ini").write_text("[tox]\nenvlist = py\n")
     code, out, st = build_statuses(proj, "--pytest", env=env)
     assert st == {"pytest:tests/test_a.py": "passed", "pytest:tests/test_b.py": "cached"}, out
+
+
+def test_after_two_refusals_the_worker_preloads_nothing_but_is_still_used(tmp_path):
+    warns = "import warnings\nwarnings.warn('old', DeprecationWarning)\n"
+    site = write_tree(tmp_path / "site", {f"warn{n}.py": warns for n in "123"})
+    forked = """
+        import os
+
+        def test_forked_from_the_worker():
+            with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+                assert b"memotest_shim_retarget" in f.read()
+    """
+    proj = write_tree(tmp_path / "proj", {"pytest.ini": "[pytest]\n", "tests/test_f.py": forked})
+    env = dict(os.environ, PYTHONPATH=str(site))
+    build_statuses(proj, "--pytest", env=env)
+    write_hints(proj, ["warn1", "warn2", "warn3"])
+    code, out, st = build_statuses(proj, "-v", "--force", "--pytest", env=env)
+    assert code == 0 and st == {"pytest:tests/test_f.py": "passed"}, out
+    assert "left out warn1" in out and "left out warn2" in out
+    assert "left out warn3" not in out and "could not be used" not in out
+    assert {"warn1", "warn2"} <= set(hints(proj)["never"])
+    assert "warn3" not in hints(proj)["never"]

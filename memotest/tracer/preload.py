@@ -116,10 +116,13 @@ class PreloadBook:
                     hints.changed = True
 
     def refuse(self, cwd: str, python: str, names: list[str]) -> None:
-        """Never preloads ``names`` again (their import warned, printed or started a thread)."""
+        """Never preloads ``names`` again, nor anything of their top-level packages: their
+        import warned, printed, started a thread or looked at the project's files, and
+        importing ``pkg.sub`` runs ``pkg/__init__.py`` first, which may be the culprit
+        (eventlet warns that it is deprecated)."""
         with self._lock:
             hints = self._get(cwd, python)
-            hints.never.update(names)
+            hints.never.update(name.split(".", 1)[0] for name in names)
             hints.changed = True
 
     def save(self) -> None:

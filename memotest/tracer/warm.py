@@ -652,8 +652,9 @@ class WorkerPool:
     of it may still be going on). What the runs report teaches the next workers what to
     preload (``preload.py``); :meth:`close` saves it."""
 
-    #: How many times in a row a worker is started again without a refused module.
-    REFUSALS = 3
+    #: How many times a worker is started again without the modules it refused to
+    #: preload (then once more, preloading nothing).
+    REFUSALS = 2
     #: After this many replacements in one build (the runs keep changing a file the
     #: worker read), new workers of that spec preload nothing.
     REPLACEMENTS = 2
@@ -690,8 +691,9 @@ class WorkerPool:
                         self._note("warm workers replaced too often: no more preloading")
                 if self._starts.get(spec, 0) < 0:
                     return None
-            for _ in range(self.REFUSALS + 1):
-                preload = self.preload_for(spec)
+            for attempt in range(self.REFUSALS + 1):
+                # The last attempt preloads nothing: refusals never cost the worker.
+                preload = self.preload_for(spec) if attempt < self.REFUSALS else ()
                 worker = Worker(spec, self.work_root, preload)
                 ok = worker.start()
                 if ok or not worker.refused:
