@@ -221,3 +221,27 @@ def test_after_two_refusals_the_worker_preloads_nothing_but_is_still_used(tmp_pa
     assert "left out warn3" not in out and "could not be used" not in out
     assert {"warn1", "warn2"} <= set(hints(proj)["never"])
     assert "warn3" not in hints(proj)["never"]
+
+
+def test_a_venv_inside_the_project_is_the_interpreters_not_the_projects(tmp_path):
+    # Python looks at its prefix (here proj/.venv) while importing: that is not a file of
+    # the project, and the modules that do it are preloaded all the same.
+    import sysconfig
+    import venv
+
+    proj = write_tree(
+        tmp_path / "proj",
+        {
+            "pytest.ini": "[pytest]\n",
+            "tests/test_a.py": "import colorsys, zoneinfo\n\ndef test_a():\n    pass\n",
+            "tests/test_b.py": PRELOADED,
+        },
+    )
+    venv.create(proj / ".venv", with_pip=False)
+    site = next((proj / ".venv").glob("lib/python*/site-packages"))
+    (site / "outer.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # for pytest
+    python = str(proj / ".venv" / "bin" / "python")
+    build_statuses(proj, "--pytest-python", python, "--pytest")
+    code, out, st = build_statuses(proj, "-v", "--force", "--pytest-python", python, "--pytest")
+    assert code == 0 and set(st.values()) == {"passed"}, out
+    assert "left out" not in out

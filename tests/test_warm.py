@@ -222,3 +222,29 @@ def test_a_worker_that_cannot_import_its_modules_is_not_used(modules, runner):
     assert outcome.status == "failed"
     assert b"broken at import" in outcome.log
     assert outcome.trace is not None and outcome.trace.complete
+
+
+def test_a_folder_the_worker_only_looked_up_may_change_a_listed_one_may_not(tmp_path):
+    # Python looks up the folders above its interpreter (/tmp, a home folder), whose
+    # entries change all the time: like validation, the worker holds only that they are
+    # folders. A folder it listed (a sys.path entry) holds its entries.
+    mods = write_tree(
+        tmp_path / "mods",
+        {
+            "warmdep.py": "import os\nos.path.isdir('looked')\nos.listdir('listed')\n",
+            "looked/a.txt": "",
+            "listed/a.txt": "",
+        },
+    )
+    time.sleep(0.1)
+    spec = WarmSpec.of([PY, "-m", "readsome"], ("warmdep",), str(mods), env_for(mods))
+    assert spec is not None
+    worker = Worker(spec)
+    try:
+        assert worker.start(), worker.why
+        (mods / "looked" / "b.txt").write_text("")
+        assert worker.changed() is None
+        (mods / "listed" / "b.txt").write_text("")
+        assert worker.changed() == str(mods / "listed")
+    finally:
+        worker.close()

@@ -20,8 +20,12 @@ What a preload may change, and what keeps it honest:
   preloaded modules marked anyway (a conftest that just started to name it as a plugin)
   reports it, and the runner runs that target again as a fresh process.
 * **Import-time effects.** A module whose import warns (pytest would have shown or
-  raised the warning), prints, or starts a thread, is refused: the worker stops and the
-  pool starts another without it, and it is never preloaded again (``never``).
+  raised the warning), prints, starts a thread, or looks at a file of the project (under
+  the runs' folder, outside the interpreter's own folders: ``hacking`` reads ``tox.ini``,
+  which would make every run depend on it) is refused: the worker stops, the pool starts
+  another without its whole top-level package, and that package is never preloaded
+  again (``never``). The worker marks in its trace which import comes next, so that
+  memotest can tell whose import read what.
 * What is left is documented in ``docs/limits.md``: a module imported first by one test
   after changing the environment or the state of the process, and tests that check that
   a module is *not* imported, see the preloaded module instead. ``--no-warm`` runs every

@@ -33,6 +33,7 @@ import queue
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import threading
@@ -103,10 +104,12 @@ def preload(names, mark):
     return None
 
 def roots():
-    # The interpreter's own folders: a module found there is not the project's.
+    # The interpreter's own folders (a venv inside the project included): a module found
+    # there is not the project's.
     import site, sysconfig
     paths = sysconfig.get_paths()
     found = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    found.update((sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix))
     try:
         found.update(site.getsitepackages())
     except Exception:
@@ -215,7 +218,7 @@ def report(preloaded, had, where):
         except Exception:
             continue
         origin = getattr(spec, "origin", None)
-        if name in had or name == "__main__" or not isinstance(origin, str):
+        if name in had or name in ("__main__", "__mp_main__") or not isinstance(origin, str):
             continue
         loader = getattr(spec, "loader", None)
         if type(loader) in kinds and os.path.normpath(origin).startswith(where):
@@ -296,7 +299,7 @@ def _project_reads(
             and current not in refused
             and ev.op in "RSMLWND"
             and path.startswith(inside)
-            and not path.startswith(tuple(roots))
+            and not (path + "/").startswith(tuple(roots))
         ):
             refused[current] = f"its import looked at {path}"
     return kept, list(refused.items())
@@ -325,13 +328,22 @@ class WarmSpec:
         return cls(argv[0], tuple(warm), cwd, kept)
 
 
-def _sig(path: str) -> StatSig | None:
+#: What a directory the worker looked up but did not list is (``_sig``).
+A_DIR = "dir"
+
+
+def _sig(path: str, listed: bool = True) -> StatSig | str | None:
     """What a path is now: the file it leads to (a symbolic link's own change, to another
-    file, shows as another inode), or None if it leads nowhere."""
+    file, shows as another inode), or None if it leads nowhere. A directory that was not
+    listed is only a directory (``A_DIR``), as validation has it (``Kind.DIR``): the
+    folders above the interpreter (``/tmp``, a home folder) change all the time."""
     try:
-        return StatSig.of(os.stat(path))
+        st = os.stat(path)
     except OSError:
         return None
+    if not listed and stat.S_ISDIR(st.st_mode):
+        return A_DIR
+    return StatSig.of(st)
 
 
 class _Channel:
@@ -393,7 +405,9 @@ class Worker:
             trace_root=self.dir,
         )
         self.events: list[Event] = []
-        self.snapshot: dict[str, StatSig | None] = {}
+        #: What each path the worker observed while starting was: see ``_sig``.
+        self.snapshot: dict[str, StatSig | str | None] = {}
+        self._listed: frozenset[str] = frozenset()
         self.usable = False
         self.why = ""
         self._lock = threading.Lock()
@@ -455,9 +469,10 @@ class Worker:
         self.events = events
         paths = trace.reads | trace.stats | trace.missing | trace.listed | trace.loaded
         paths |= trace.execs
-        self.snapshot = {p: _sig(p) for p in sorted(paths)}
+        self._listed = frozenset(trace.listed)
+        self.snapshot = {p: _sig(p, p in self._listed) for p in sorted(paths)}
         for sig in self.snapshot.values():
-            if sig is not None and sig.touched_since(started_ns):
+            if isinstance(sig, StatSig) and sig.touched_since(started_ns):
                 self.why = CHANGED_WHILE_STARTING
                 return False
         self._reader = threading.Thread(
@@ -469,7 +484,8 @@ class Worker:
 
     def changed(self) -> str | None:
         """The first path the worker observed while starting that is no longer as it was."""
-        return next((p for p, sig in self.snapshot.items() if _sig(p) != sig), None)
+        listed = self._listed
+        return next((p for p, sig in self.snapshot.items() if _sig(p, p in listed) != sig), None)
 
     def spawn(
         self,
