@@ -28,7 +28,11 @@ state:
    the ``--pytest`` targets are forked from a process that imported pytest and its
    plugins, and the run itself does not read it again); the file's content and times are
    put back afterwards;
-10. ``unrelated``: create a new file in a folder no target listed, and append to a file no
+10. ``preloaded``: change a module of a library the warm worker preloaded
+    (``memotest/tracer/preload.py``: one of the site-packages modules listed in the
+    project's ``.memotest/warm.json`` after the first build, read by the worker, not by
+    the run); content and times are put back afterwards;
+11. ``unrelated``: create a new file in a folder no target listed, and append to a file no
     target read: every target must stay cached.
 
 Kind 2 also runs on the ``copy@`` targets: deleting a module the suite imports makes
@@ -72,6 +76,7 @@ KINDS = (
     "pass-env",
     "definition",
     "worker",
+    "preloaded",
     "unrelated",
 )
 EXPECT_CACHED = {"unrelated"}
@@ -220,11 +225,19 @@ class Audit:
 
     # -- building --------------------------------------------------------------------------
 
-    def build(self, targets: list[str], *, toml: bool, env_extra: dict | None = None) -> dict:
+    def build(
+        self,
+        targets: list[str],
+        *,
+        toml: bool,
+        env_extra: dict | None = None,
+        force: bool = False,
+    ) -> dict:
         """Builds ``targets`` (all when empty); returns {target: (status, reason)}."""
         report = self.work / "report.json"
         report.unlink(missing_ok=True)
         cmd = [self.memotest, "build", f"-j{self.jobs}", "--json-report", str(report)]
+        cmd += ["--force"] if force else []
         if toml:
             cmd += ["-f", str(self.extra / "memotest.toml"), *targets]
         else:
@@ -339,6 +352,19 @@ def file_create(path: Path):
     return change, undo
 
 
+def preloaded_packages(root: Path) -> set[str]:
+    """The top-level packages a warm worker in ``root`` preloads (``.memotest/warm.json``)."""
+    try:
+        data = json.loads((root / ".memotest" / "warm.json").read_text())
+    except (OSError, ValueError):
+        return set()
+    tops = set()
+    for entry in data.get("interpreters", {}).values():
+        tops.update(m.split(".", 1)[0] for m in entry.get("modules", []))
+        tops.difference_update(entry.get("never", []))
+    return tops
+
+
 def pick(candidates: list[str], i: int) -> str | None:
     return sorted(candidates)[i % len(candidates)] if candidates else None
 
@@ -350,8 +376,11 @@ def run(args: argparse.Namespace) -> dict:
     t0 = time.monotonic()
     log(f"== {project.name} {version}: setting up {audit.root.relative_to(REPO)}")
     audit.setup()
-    # Baseline: everything built; a second build shows which results are reused.
+    # Baseline: everything built; a second build shows which results are reused. The
+    # --pytest targets are built twice first: the second time forked from a worker that
+    # preloads what the first build's runs imported (memotest/tracer/preload.py).
     audit.build([], toml=False)
+    audit.build([], toml=False, force=True)
     audit.build([], toml=True)
     base_pytest = audit.build([], toml=False)
     base_toml = audit.build([], toml=True)
@@ -436,6 +465,25 @@ def run(args: argparse.Namespace) -> dict:
             change, undo = file_edit_in_place(Path(path), b"\n# soundness audit\n")
             detail = os.path.relpath(path, audit.venv)
             results.append(audit.case("worker", t, change, undo, toml=False, detail=detail))
+    # 10: a library the worker preloaded (memotest/tracer/preload.py): from the second
+    # build on, the worker imports what the runs of the first reported.
+    preloaded = preloaded_packages(audit.root)
+    site = next(audit.venv.glob("lib/python*/site-packages"), audit.venv)
+    skip = {"pluggy", "_pytest", "pytest", "py", "iniconfig", "packaging"}  # pytest's own
+    for i, t in enumerate(pytest_targets):
+        inputs = records[t]["inputs"]
+        libs = []
+        for k, p in inputs:
+            if k != "file" or not p.endswith(".py") or not p.startswith(f"{site}/"):
+                continue
+            top = os.path.relpath(p, site).split("/", 1)[0].removesuffix(".py")
+            if top in preloaded and top not in skip:
+                libs.append(p)
+        path = pick(libs, i)
+        if path:
+            change, undo = file_edit_in_place(Path(path), b"\n# soundness audit\n")
+            detail = os.path.relpath(path, audit.venv)
+            results.append(audit.case("preloaded", t, change, undo, toml=False, detail=detail))
     # 2 and 8: the copy@ targets (and 8 on the extra targets too).
     for i, t in enumerate(copy_targets):
         inputs = records[t]["inputs"]

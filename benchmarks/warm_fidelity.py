@@ -2,7 +2,7 @@
 
 memotest forks each ``--pytest`` target from a warm worker (``memotest/tracer/warm.py``)
 unless ``--no-warm`` is given. For each project of ``benchmarks/replay.py`` (its venv and
-downloads, ``.bench/``), the last listed release is laid into ``.bench/fidelity/PROJECT``
+downloads, ``.bench/``), the last listed release is laid into ``$TMPDIR/memotest-fidelity/PROJECT``
 and every target is run four times, with ``memotest build --force``: fresh (``--no-warm``),
 fresh again (the control: what differs between two fresh runs is the suite's own
 randomness, such as a set's order under a random hash seed), warm (the first warm build:
@@ -50,7 +50,9 @@ class Lane:
         self.project = project
         self.venv = replay.venv(project)
         self.memotest = str(self.venv / "bin" / "memotest")
-        self.root = replay.BENCH / "fidelity" / project.name
+        # Outside this repository, like the replay's lanes: pytest would otherwise take
+        # memotest's own pyproject.toml as the configuration of a project without one.
+        self.root = replay.WORK.parent / "memotest-fidelity" / project.name
         self.env = replay.environment(project, self.root, self.venv)
 
     def setup(self) -> None:
