@@ -28,8 +28,8 @@ What a preload may change, and what keeps it honest:
   memotest can tell whose import read what.
 * What is left is documented in ``docs/limits.md``: a module imported first by one test
   after changing the environment or the state of the process, and tests that check that
-  a module is *not* imported, see the preloaded module instead. ``--no-warm`` runs every
-  target fresh.
+  a module is *not* imported, see the preloaded module instead. ``--no-preload`` keeps
+  the workers to pytest; ``--no-warm`` runs every target fresh.
 """
 
 from __future__ import annotations

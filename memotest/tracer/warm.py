@@ -104,12 +104,16 @@ def preload(names, mark):
     return None
 
 def roots():
-    # The interpreter's own folders (a venv inside the project included): a module found
-    # there is not the project's.
+    # The interpreter's own folders: a module found there is not the project's. Its
+    # prefixes too (a venv inside the project), but not one the project is in (a system
+    # Python in /usr, a project in /usr/src/app).
     import site, sysconfig
     paths = sysconfig.get_paths()
     found = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
-    found.update((sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix))
+    here = os.path.join(os.getcwd(), "")
+    for prefix in (sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix):
+        if not here.startswith(os.path.join(os.path.normpath(prefix), "")):
+            found.add(prefix)
     try:
         found.update(site.getsitepackages())
     except Exception:
