@@ -6,6 +6,8 @@ Layout::
     .memotest/db.sqlite     records, interned paths and fingerprints (SQLite, WAL mode)
     .memotest/cas/ab/cd...  content-addressed blobs (logs, declared outputs, directory
                             listings), named by the xxh3-128 hex digest of their content
+    .memotest/warm.json     not the store's: what the warm workers of the targets run in
+                            this folder preload (``memotest/tracer/preload.py``)
 
 Schema (``SCHEMA_VERSION``)::
 
