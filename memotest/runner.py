@@ -121,9 +121,10 @@ class Runner:
             pool.learn(worker.spec, remote)
             if remote.tainted and not self.interrupted.is_set() and status != "timeout":
                 names = ", ".join(remote.tainted)
-                pool.note(f"{target.name} ran again, fresh: pytest rewrites {names}, preloaded")
-                # pytest wanted to rewrite a module the worker had preloaded: not the
-                # result a fresh run would give. Run it again, fresh (preload.py).
+                pool.note(f"{target.name} ran again, fresh: the worker had preloaded {names}")
+                # pytest wanted to rewrite a module the worker had preloaded, or the run's
+                # sys.path would have found it elsewhere: not the result a fresh run
+                # would give. Run it again, fresh (preload.py).
                 log.seek(0)
                 log.truncate()
                 shutil.rmtree(tmpdir, ignore_errors=True)

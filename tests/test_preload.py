@@ -110,7 +110,7 @@ def test_a_preloaded_module_pytest_wants_to_rewrite_makes_the_run_start_fresh(tm
     code, out, st = build_statuses(proj, "-v", "--force", "--pytest", env=env)
     assert code == 1
     assert st == {"pytest:tests/test_a.py": "failed"}, out
-    assert "pytest:tests/test_a.py ran again, fresh: pytest rewrites myplug, preloaded" in out
+    assert "pytest:tests/test_a.py ran again, fresh: the worker had preloaded myplug" in out
     assert "already imported" not in out
     assert "assert 2 == 3" in out  # rewritten: the values are shown
     assert "myplug" in hints(proj)["never"]
@@ -245,3 +245,24 @@ def test_a_venv_inside_the_project_is_the_interpreters_not_the_projects(tmp_path
     code, out, st = build_statuses(proj, "-v", "--force", "--pytest-python", python, "--pytest")
     assert code == 0 and set(st.values()) == {"passed"}, out
     assert "left out" not in out
+
+
+def test_a_preloaded_module_the_tests_folder_shadows_makes_the_run_start_fresh(tmp_path):
+    # pytest puts tests/sub first on sys.path: there, `import helpers` is the project's.
+    site = write_tree(tmp_path / "site", {"helpers.py": "WHERE = 'site'\n"})
+    test = "import helpers\n\ndef test_helpers():\n    assert helpers.WHERE == 'project'\n"
+    proj = write_tree(
+        tmp_path / "proj",
+        {
+            "pytest.ini": "[pytest]\n",
+            "tests/sub/helpers.py": "WHERE = 'project'\n",
+            "tests/sub/test_x.py": test,
+        },
+    )
+    env = dict(os.environ, PYTHONPATH=str(site))
+    build_statuses(proj, "--pytest", env=env)
+    write_hints(proj, ["helpers"])
+    code, out, st = build_statuses(proj, "-v", "--force", "--pytest", env=env)
+    assert code == 0 and st == {"pytest:tests/sub/test_x.py": "passed"}, out
+    assert "pytest:tests/sub/test_x.py ran again, fresh: the worker had preloaded helpers" in out
+    assert "helpers" in hints(proj)["never"]

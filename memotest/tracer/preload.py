@@ -19,6 +19,11 @@ What a preload may change, and what keeps it honest:
   Names any run saw marked are never preloaded; a run that finds one of the worker's
   preloaded modules marked anyway (a conftest that just started to name it as a plugin)
   reports it, and the runner runs that target again as a fresh process.
+* **Shadowing.** pytest puts each test file's folder first on ``sys.path``: a module
+  of the project may have the name of a preloaded one (``tests/helpers.py`` and an
+  installed ``helpers``). A run whose ``sys.path`` finds a preloaded package elsewhere
+  at its end reports it, runs again as a fresh process, and the package is never
+  preloaded again.
 * **Import-time effects.** A module whose import warns (pytest would have shown or
   raised the warning), prints, starts a thread, or looks at a file of the project (under
   the runs' folder, outside the interpreter's own folders: ``hacking`` reads ``tox.ini``,
@@ -106,9 +111,12 @@ class PreloadBook:
         return tuple(out)
 
     def learn(self, cwd: str, python: str, report: dict[str, Any]) -> None:
-        """Takes a forked run's report: ``modules`` it imported, ``marked`` names."""
+        """Takes a forked run's report: ``modules`` it imported, ``marked`` names, and the
+        preloaded packages its ``sys.path`` would have found elsewhere (``shadowed``):
+        neither of the last two is preloaded again."""
         modules = [m for m in report.get("modules", []) if isinstance(m, str)]
         marks = {m for m in report.get("marked", []) if isinstance(m, str)}
+        marks |= {m for m in report.get("shadowed", []) if isinstance(m, str)}
         with self._lock:
             hints = self._get(cwd, python)
             if not marks <= hints.never:

@@ -231,7 +231,30 @@ def report(preloaded, had, where):
         parts = name.split(".")
         return any(".".join(parts[:i]) in marks for i in range(1, len(parts) + 1))
     tainted = sorted(n for n in preloaded if is_marked(n))
-    return {"modules": names, "marked": sorted(marks), "tainted": tainted}
+    return {"modules": names, "marked": sorted(marks), "tainted": tainted,
+            "shadowed": shadowed(preloaded)}
+
+def shadowed(preloaded):
+    # A preloaded package that the run's own sys.path would have found elsewhere (pytest
+    # puts the test file's folder first: tests/helpers.py against site-packages' helpers):
+    # the run imported the preloaded one instead, not what a fresh run would have.
+    found = []
+    for top in sorted({n.split(".", 1)[0] for n in preloaded}):
+        try:
+            spec = object.__getattribute__(sys.modules[top], "__dict__").get("__spec__")
+            have = getattr(spec, "origin", None)
+            now = importlib.machinery.PathFinder.find_spec(top)
+        except Exception:
+            continue
+        where = getattr(now, "origin", None)
+        if isinstance(have, str) and isinstance(where, str) and where != have:
+            try:
+                same = os.path.samefile(where, have)
+            except OSError:
+                same = False
+            if not same:
+                found.append(top)
+    return found
 
 def become(job, retarget, memfd, preloaded, had, where):
     import runpy, tempfile
@@ -643,9 +666,12 @@ class RemoteProcess:
 
     @property
     def tainted(self) -> list[str]:
-        """Modules the worker preloaded that the run's pytest wanted to rewrite: its
-        result is not what a fresh run's would be (a warning, asserts not rewritten)."""
-        found = (self.report or {}).get("tainted") or []
+        """Modules the worker preloaded that the run's pytest wanted to rewrite (a warning,
+        asserts not rewritten), or that the run's ``sys.path`` would have found elsewhere
+        (a module of the project by the same name): its result is not what a fresh run's
+        would be."""
+        report = self.report or {}
+        found = [*(report.get("tainted") or []), *(report.get("shadowed") or [])]
         return [str(n) for n in found]
 
     def lose(self) -> None:
