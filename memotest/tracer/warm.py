@@ -46,7 +46,7 @@ from memotest.tracer import shim
 from memotest.tracer.collect import build_trace
 from memotest.tracer.log import Event
 from memotest.tracer.log import read as read_log
-from memotest.tracer.preload import PreloadBook
+from memotest.tracer.preload import PreloadBook, marked
 
 #: How long a worker may take to import its modules.
 WARMUP_TIMEOUT = 120.0
@@ -143,7 +143,8 @@ def serve():
     if not hasattr(os, "pidfd_open"):
         errors.append("os.pidfd_open is missing (Python 3.9+ on Linux 5.3+)")
     ready = not errors and not refused
-    send({"ready": ready, "errors": errors, "refused": refused, "roots": where})
+    send({"ready": ready, "errors": errors, "refused": refused, "roots": where,
+          "preloaded": sorted(preloaded)})
     if errors or refused:
         os._exit(0)
     gc.collect()
@@ -214,7 +215,6 @@ def report(preloaded, had, where):
     # marked for rewriting: what the next worker may preload (preload.py).
     kinds = (importlib.machinery.SourceFileLoader, importlib.machinery.SourcelessFileLoader,
              importlib.machinery.ExtensionFileLoader)
-    marks = MARKS
     names = []
     for name, module in list(sys.modules.items()):
         try:  # not getattr: a lazy module (importlib.util.LazyLoader) would load
@@ -227,12 +227,7 @@ def report(preloaded, had, where):
         loader = getattr(spec, "loader", None)
         if type(loader) in kinds and os.path.normpath(origin).startswith(where):
             names.append(name)
-    def is_marked(name):
-        parts = name.split(".")
-        return any(".".join(parts[:i]) in marks for i in range(1, len(parts) + 1))
-    tainted = sorted(n for n in preloaded if is_marked(n))
-    return {"modules": names, "marked": sorted(marks), "tainted": tainted,
-            "shadowed": shadowed(preloaded)}
+    return {"modules": names, "marked": sorted(MARKS), "shadowed": shadowed(preloaded)}
 
 def shadowed(preloaded):
     # A preloaded package that the run's own sys.path would have found elsewhere (pytest
@@ -411,6 +406,8 @@ class Worker:
         #: files, and why.
         self.preload = preload
         self.refused: list[tuple[str, str]] = []
+        #: Every module the preload imported (its dependencies too).
+        self.preloaded: frozenset[str] = frozenset()
         self.dir = tempfile.mkdtemp(prefix="memotest-worker-", dir=work_root)
         tmp = os.path.join(self.dir, "tmp")
         os.mkdir(tmp)
@@ -473,6 +470,7 @@ class Worker:
             return False
         events, damage = read_log(self.run.log_path)
         events, self.refused = _project_reads(events, self.spec.cwd, msg.get("roots") or [])
+        self.preloaded = frozenset(msg.get("preloaded") or ())
         if self.refused:
             self.why = "preloading {}: {}".format(*self.refused[0])
             return False
@@ -653,9 +651,10 @@ class RemoteProcess:
         self.prior_events = worker.events
         #: The worker's pid and trace folder, for the run's process watcher.
         self.owner = (worker.run.pid, worker.run.dir)
-        self.worker = worker
-        #: What the run reported at its end (``preload.py``): ``modules``, ``marked``
-        #: and ``tainted`` (preloaded modules pytest wanted to rewrite); None if nothing.
+        self.preloaded = worker.preloaded
+        #: What the run reported at its end (``preload.py``): the ``modules`` it imported,
+        #: the names pytest ``marked`` for rewriting, the preloaded packages its
+        #: ``sys.path`` would have found elsewhere (``shadowed``); None if nothing.
         self.report: dict[str, Any] | None = None
         self._done = threading.Event()
 
@@ -671,8 +670,9 @@ class RemoteProcess:
         (a module of the project by the same name): its result is not what a fresh run's
         would be."""
         report = self.report or {}
-        found = [*(report.get("tainted") or []), *(report.get("shadowed") or [])]
-        return [str(n) for n in found]
+        marks = {str(m) for m in report.get("marked") or ()}
+        rewritten = sorted(n for n in self.preloaded if marks and marked(n, marks))
+        return [*rewritten, *map(str, report.get("shadowed") or ())]
 
     def lose(self) -> None:
         """The worker is gone: the run (now re-parented to us) is ended and not trusted."""
@@ -705,11 +705,11 @@ class WorkerPool:
     #: worker read), new workers of that spec preload nothing.
     REPLACEMENTS = 2
 
-    def __init__(self, work_root: str | None = None, *, preload: bool = True) -> None:
+    def __init__(self, work_root: str | None = None) -> None:
         self.work_root = work_root
         self.book = PreloadBook()
         #: Whether workers preload what earlier runs imported (off: ``pytest`` only).
-        self.preload = preload
+        self.preload = True
         self._workers: dict[WarmSpec, Worker] = {}
         self._retired: list[Worker] = []
         self._starts: dict[WarmSpec, int] = {}
