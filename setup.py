@@ -22,6 +22,13 @@ setup(
             extra_compile_args=["-O2", "-Wall", "-Wextra", "-pthread", "-fno-strict-aliasing"],
             extra_link_args=["-pthread"],
             libraries=["dl"],
-        )
+        ),
+        # A CPython extension (unlike the shim): notes the code objects a forked pytest run
+        # executed (memotest/_executed/executed.c, memotest/tracer/codemap.py).
+        Extension(
+            "memotest._executed._executed",
+            sources=["memotest/_executed/executed.c"],
+            extra_compile_args=["-O2", "-Wall", "-Wextra"],
+        ),
     ],
 )

@@ -43,6 +43,7 @@ from typing import NamedTuple
 import xxhash
 
 from memotest.model import Input, Kind
+from memotest.tracer import codemap
 
 __all__ = [
     "CHUNK_SIZE",
@@ -167,6 +168,13 @@ class _Hashed(NamedTuple):
     link: str | None
 
 
+class _Tree(NamedTuple):
+    codes: dict | Exception
+    sig: StatSig
+    verified_ns: int
+    memo: dict  # digests taken of its code objects (``codemap``)
+
+
 class _Listed(NamedTuple):
     digest: str
     names: tuple[str, ...]
@@ -197,7 +205,11 @@ class FileStates:
         #: A plugin's fingerprint for a regular file (``memotest_fingerprint``), or None
         #: for the default content hash.
         self.custom_digest = custom_digest
+        #: Reads a blob of the store's CAS by its digest: what a ``CODE`` fingerprint
+        #: names (set by the build; without it, ``CODE`` fingerprints never hold).
+        self.blobs: Callable[[str], bytes] | None = None
         self.counters = Counters()
+        self._trees: dict[str, _Tree] = {}
         self._lstat: dict[str, os.stat_result | None] = {}
         self._stat: dict[str, os.stat_result | None] = {}
         self._links: dict[str, str | None] = {}
@@ -280,6 +292,7 @@ class FileStates:
         for p in paths:
             for cache in (self._lstat, self._stat, self._links, self._errors, self._files):
                 cache.pop(p, None)  # type: ignore[attr-defined]
+
             self._listings.pop(p, None)
 
     # -- hashing and listing -------------------------------------------------------------
@@ -442,7 +455,74 @@ class FileStates:
         if kind == "other":
             st = self.stat(path)
             return st is not None and _is_other(st.st_mode)
+        if kind == "code":
+            return self._verify_code(path, digest, sig, verified_ns)
         return False
+
+    def _verify_code(
+        self, path: str, digest: str, sig: Sequence[int] | None, verified_ns: int
+    ) -> bool | Refresh:
+        """A ``CODE`` fingerprint: the stat fast path, else the file compiled anew must
+        still have the code objects the record names, alike (``tracer/codemap.py``)."""
+        st = self.lstat(path)
+        if st is None or st is UNREADABLE or not _S_ISREG(st.st_mode):
+            return False  # a symbolic link is never fingerprinted by its code
+        now = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+        if (
+            sig is not None
+            and now == tuple(sig)
+            and max(st.st_mtime_ns, st.st_ctime_ns) < verified_ns - self.racy_window_ns
+        ):
+            return True
+        if self.code_changed(path, digest, StatSig(*now)) is not None:
+            return False
+        tree = self._trees[path]
+        return self._refresh(sig, verified_ns, tree.sig, tree.verified_ns)
+
+    def code_changed(self, path: str, digest: str, sig: StatSig | None = None) -> str | None:
+        """None if the file at ``path`` still has the code the ``CODE`` fingerprint
+        ``digest`` names, else what changed (:func:`codemap.changed`)."""
+        try:
+            tree = self.code_tree(path, sig)
+        except OSError as exc:
+            return f"is unreadable ({exc.strerror or exc})"
+        if self.blobs is None:
+            return "its code could not be compared (no store)"
+        try:
+            blob = self.blobs(digest)
+        except Exception:
+            return "the record of its code is gone from the store"
+        return codemap.changed(blob, tree.codes, tree.memo)
+
+    def code_tree(self, path: str, sig: StatSig | None = None) -> _Tree:
+        """The file at ``path`` compiled (``codemap.compile_tree``). Compiled again only
+        when its stat signature is not ``sig`` (or, without ``sig``, not what it was when
+        last compiled) or was racily clean then."""
+        done = self._trees.get(path)
+        if done is not None:
+            if sig is None:
+                st = self.lstat(path)
+                sig = StatSig.of(st) if st is not None and st is not UNREADABLE else None
+            if done.sig == sig and not is_racy(done.sig, done.verified_ns, self.racy_window_ns):
+                return done
+        for _attempt in range(3):
+            verified = time.time_ns()
+            with open(path, "rb") as f:
+                before = os.fstat(f.fileno())
+                source = f.read()
+                after = os.fstat(f.fileno())
+            if StatSig.of(before) == StatSig.of(after):
+                break
+        else:
+            raise OSError(errno.EAGAIN, "file kept changing while it was read", path)
+        self.counters.hashed[path] += 1
+        codes: dict | Exception
+        try:
+            codes = codemap.compile_tree(source, path)
+        except (SyntaxError, ValueError) as exc:
+            codes = exc
+        done = self._trees[path] = _Tree(codes, StatSig.of(before), verified, {})
+        return done
 
     def _refresh(
         self, old: Sequence[int] | None, old_verified: int, new: StatSig, new_verified: int
@@ -618,4 +698,8 @@ def describe_change(
         return "; ".join(parts) or "directory entries changed"
     if kind is Kind.OTHER:
         return f"is now {_type_word(st)}"
+    if kind is Kind.CODE:
+        if not _S_ISREG(st.st_mode):
+            return f"is now {_type_word(st)}"
+        return states.code_changed(path, recorded.digest) or "changed"
     return "changed"

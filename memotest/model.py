@@ -128,6 +128,14 @@ class Trace:
     first_change: dict[str, str] = field(default_factory=dict)
     started_ns: int = 0
     finished_ns: int = 0
+    #: Python source files that another process than the command's own (a subprocess,
+    #: or the warm worker it was forked from) read or stat'ed.
+    py_elsewhere: set[str] = field(default_factory=set)
+    #: For a run forked from a warm worker (``tracer/warm.py``): the ``.py`` files only
+    #: the import system read, mapped to the code objects of them the run executed, as
+    #: ``[qualified name, first line, check digest]`` (``tracer/codemap.py``). None when
+    #: the run could not tell.
+    code: dict[str, list[list]] | None = None
 
     @property
     def created(self) -> set[str]:
@@ -156,6 +164,9 @@ class Kind(str, enum.Enum):
     DIR = "dir"  #: the path is a directory (stat'ed, opened, not listed)
     LISTING = "list"  #: hash of the sorted entry names of a listed directory
     OTHER = "other"  #: exists and is neither file nor directory (fifo, socket, device)
+    #: a Python source file, by the code of it the run executed (``tracer/codemap.py``):
+    #: the digest names the CAS blob of the code objects' digests
+    CODE = "code"
 
 
 @dataclass(frozen=True)

@@ -170,6 +170,8 @@ def plan(
     nothing needed it.
     """
     recorder = recorder if recorder is not None else default_recorder()
+    if states.blobs is None:
+        states.blobs = store.read_blob  # what CODE fingerprints name
     records = store.records(t.name for t in targets)
     out: dict[str, Fresh | Stale] = {}
     pending: list[tuple[Target, Record, Any]] = []

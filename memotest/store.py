@@ -984,7 +984,7 @@ class Store:
                 ).rowcount
                 conn.execute("DELETE FROM keep")
             keep_blobs.update(
-                d for (d,) in conn.execute("SELECT digest FROM fps WHERE kind = 'list'")
+                d for (d,) in conn.execute("SELECT digest FROM fps WHERE kind IN ('list', 'code')")
             )
             self._path_ids = None
             self._rows = {}

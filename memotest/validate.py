@@ -26,6 +26,7 @@ from memotest.keys import TargetKey
 from memotest.model import Kind, Target, Trace
 from memotest.runner import Outcome
 from memotest.store import STORE_DIR, Record, Store, output_value
+from memotest.tracer import codemap
 from memotest.tracer.collect import is_pseudo
 
 
@@ -284,6 +285,8 @@ def make_record(
         if change:
             why.append(change)
         inputs.append(fp)
+    if trace.code:
+        inputs = by_code(inputs, trace, states, store)
     for extra in target.inputs:
         path = os.path.join(target.cwd, extra)
         try:
@@ -319,6 +322,60 @@ def make_record(
         log_digest=store.put_blob(outcome.log),
         outputs=outputs,
     )
+
+
+def by_code(
+    inputs: list[Fingerprint], trace: Trace, states: FileStates, store: Store
+) -> list[Fingerprint]:
+    """Turns the ``FILE`` inputs that are Python source files the run's own process
+    imported, and nothing else read, into ``CODE`` inputs: fingerprinted by the code of
+    them it executed (``tracer/codemap.py``). Their cached bytecode (``__pycache__``) is
+    then no input: it is the same code, or Python compiles it anew."""
+    assert trace.code is not None
+    if states.blobs is None:
+        states.blobs = store.read_blob
+    coded: set[str] = set()
+    out: list[Fingerprint] = []
+    for fp in inputs:
+        executed = trace.code.get(fp.path)
+        if (
+            executed is None
+            or fp.kind is not Kind.FILE
+            or fp.link is not None
+            or fp.sig is None
+            or fp.path in trace.py_elsewhere
+        ):
+            out.append(fp)
+            continue
+        try:
+            tree = states.code_tree(fp.path, fp.sig)
+        except OSError:
+            out.append(fp)
+            continue
+        blob = None
+        if tree.sig == fp.sig and not isinstance(tree.codes, Exception):
+            blob = codemap.record_tree(tree.codes, executed, tree.memo)
+        if blob is None:
+            out.append(fp)
+            continue
+        digest = store.put_blob(blob)
+        out.append(Fingerprint(fp.path, Kind.CODE, digest, fp.sig, fp.verified_ns))
+        coded.add(fp.path)
+    if not coded:
+        return inputs
+    return [fp for fp in out if not _bytecode_of(fp.path, coded)]
+
+
+def _bytecode_of(path: str, sources: set[str]) -> bool:
+    """Whether ``path`` is the ``__pycache__`` folder or a cached bytecode file of one
+    of ``sources`` (``pkg/__pycache__/mod.cpython-311.pyc`` of ``pkg/mod.py``)."""
+    folder, name = os.path.split(path)
+    if name == "__pycache__":
+        return any(os.path.dirname(s) == folder for s in sources)
+    if os.path.basename(folder) != "__pycache__" or not name.endswith(".pyc"):
+        return False
+    stem = name.split(".", 1)[0]
+    return os.path.join(os.path.dirname(folder), stem + ".py") in sources
 
 
 def _links_into_kernel_fs(path: str, states: FileStates) -> bool:

@@ -71,6 +71,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="warm workers import pytest only, not also the libraries earlier runs imported",
     )
+    p.add_argument(
+        "--whole-files",
+        action="store_true",
+        help="fingerprint every Python file whole, not by the code of it a forked pytest "
+        "run executed",
+    )
     plugins.call("memotest_addoption", parser=p)
     p.set_defaults(run=run)
 
@@ -87,6 +93,7 @@ def _fraction(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     shared_pool().preload = not args.no_preload
+    shared_pool().code_level = not args.whole_files
     config = plugins.Config(args, plugins.manager())
     plugins.call("memotest_configure", config=config)
     project = load_project(args)

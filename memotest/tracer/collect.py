@@ -72,6 +72,7 @@ def build_trace(
         norm[raw] = out
         return out
 
+    elsewhere = trace.py_elsewhere
     for ev in events:
         op = ev.op
         if op in "RSM":
@@ -80,6 +81,8 @@ def build_trace(
                 (trace.reads if op == "R" else trace.stats if op == "S" else trace.missing).add(
                     path
                 )
+                if op != "M" and ev.pid != root_pid and path.endswith(".py"):
+                    elsewhere.add(path)
         elif op in "WND":
             path = clean(ev.path)
             if path is not None:

@@ -168,6 +168,9 @@ class TracedRun:
             trace_dir=self.dir,
         )
         trace.started_ns, trace.finished_ns = self.started_ns, self.finished_ns
+        report = getattr(self.proc, "report", None)
+        if isinstance(report, dict) and isinstance(report.get("code"), dict):
+            trace.code = report["code"]
         if getattr(self.proc, "lost", None):
             trace.incomplete.append(Incomplete(self.proc.pid, None, self.proc.lost))
             trace.complete = False

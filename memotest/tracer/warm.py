@@ -39,10 +39,12 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 
+from memotest._executed import extension_path
 from memotest.fingerprint import StatSig
-from memotest.tracer import shim
+from memotest.tracer import codemap, shim
 from memotest.tracer.collect import build_trace
 from memotest.tracer.log import Event
 from memotest.tracer.log import read as read_log
@@ -134,6 +136,7 @@ def serve():
     refused = None if errors else preload(cfg.get("preload") or [], cfg["mark"])
     preloaded = frozenset(set(sys.modules) - before)
     where = roots()
+    executed = load_executed(cfg)
     had = frozenset(sys.modules)  # a run reports what it imported beyond these
     retarget = ctypes.CDLL(cfg["shim"]).memotest_shim_retarget
     retarget.argtypes = [ctypes.c_char_p]
@@ -172,7 +175,7 @@ def serve():
                         os.close(other)
                         if their >= 0:
                             os.close(their)
-                    return job, retarget, memfd, preloaded, had, where
+                    return job, retarget, memfd, preloaded, had, where, executed
                 children[os.pidfd_open(pid)] = (pid, memfd)
                 send({"id": job["id"], "pid": pid})
     os._exit(0)
@@ -251,7 +254,92 @@ def shadowed(preloaded):
                 found.append(top)
     return found
 
-def become(job, retarget, memfd, preloaded, had, where):
+def load_executed(cfg):
+    # The extension that notes the code a run executed (codemap.py), if memotest's
+    # Python compiles as this one does.
+    path = cfg.get("executed")
+    if not path or sys.implementation.cache_tag != cfg.get("tag"):
+        return None
+    try:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("_executed", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    except BaseException:
+        return None
+
+OPENED = set()  # .py files opened other than by an import
+FORKED = []
+
+def watch_opens():
+    from importlib import _bootstrap_external as bootstrap
+    get_data = bootstrap.FileLoader.get_data.__code__
+    get_code = bootstrap.SourceLoader.get_code.__code__
+    def hook(event, args):
+        if event != "open" or not args:
+            return
+        path = args[0]
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not isinstance(path, str) or not path.endswith(".py"):
+            return
+        caller = sys._getframe(1)
+        if caller.f_code is get_data and caller.f_back is not None \
+                and caller.f_back.f_code is get_code:
+            return  # the import system reading a module's source
+        OPENED.add(path if os.path.isabs(path) else os.path.basename(path))
+    sys.addaudithook(hook)
+    os.register_at_fork(before=lambda: FORKED.append(True))
+
+def code_report(executed, had, where):
+    # The code objects this run executed from the project's .py files that an import
+    # read, and only an import (codemap.py); None when it cannot be told.
+    codes, intact = executed.stop()
+    if not intact:
+        return "something else took over noting the code run"
+    if FORKED:
+        return "it forked a Python process"  # code ran where this one cannot see it
+    if threads() != 1:
+        return "a thread was still running at its end"
+    for code in codes:
+        if code.co_filename.endswith("/hypothesis/internal/conjecture/engine.py") \
+                and qualname(code).startswith("ConjectureRunner."):
+            return "it ran Hypothesis"  # another run tries other examples: other code
+    sources = set()
+    here = os.path.join(os.getcwd(), "")
+    for name, module in list(sys.modules.items()):
+        try:
+            spec = object.__getattribute__(module, "__dict__").get("__spec__")
+        except Exception:
+            continue
+        origin = getattr(spec, "origin", None)
+        if name in had or type(getattr(spec, "loader", None)) is not \
+                importlib.machinery.SourceFileLoader or not isinstance(origin, str):
+            continue
+        base = os.path.basename(origin)
+        if base == "conftest.py" or base.startswith("test_") or base.endswith("_test.py"):
+            continue  # what pytest collects: its lines show in its report
+        if origin.endswith(".py") and origin.startswith(here) \
+                and not os.path.normpath(origin).startswith(where) \
+                and origin not in OPENED and os.path.basename(origin) not in OPENED:
+            sources.add(origin)
+    found = {}
+    for code in codes:
+        if code.co_filename in sources:
+            found.setdefault(code.co_filename, []).append(
+                [qualname(code), code.co_firstlineno, check(code)])
+    return found
+
+def write_report(memfd, rep):
+    try:
+        data = json.dumps(rep).encode()
+        while data:
+            data = data[os.write(memfd, data):]
+    except BaseException:
+        pass
+
+def become(job, retarget, memfd, preloaded, had, where, executed):
     import runpy, tempfile
     os.setsid()
     null = os.open(os.devnull, os.O_RDONLY)
@@ -275,6 +363,19 @@ def become(job, retarget, memfd, preloaded, had, where):
     sys.argv = [job["module"], *job["args"]]
     if memfd >= 0:
         note_marks()
+    if memfd < 0 or not job.get("code"):
+        executed = None
+    rep = {}
+    if executed is not None:
+        # Written at exit, after the exit handlers the run registered and the threads
+        # it left to be joined, which may run the project's code too.
+        import atexit
+        def at_exit():
+            rep["code"] = code_report(executed, had, where)
+            write_report(memfd, rep)
+        atexit.register(at_exit)
+        watch_opens()
+        executed.start()
     main = getattr(runpy, "_run_module_as_main", None)
     try:
         if main is not None:
@@ -284,15 +385,18 @@ def become(job, retarget, memfd, preloaded, had, where):
     finally:
         if memfd >= 0:
             try:
-                data = json.dumps(report(preloaded, had, where)).encode()
-                while data:
-                    data = data[os.write(memfd, data):]
+                rep.update(report(preloaded, had, where))
             except BaseException:
                 pass
+            if executed is None:
+                write_report(memfd, rep)
 
 become(*serve())
 """
 
+
+#: The worker runs codemap.py's functions too: a run reports the code it executed.
+CODEMAP_SOURCE = Path(codemap.__file__).read_text(encoding="utf-8") + "\n"
 
 #: The folder of the preload's markers (looked up, never there): see ``_project_reads``.
 PRELOAD_MARK = "/.memotest-preload/"
@@ -396,7 +500,11 @@ class Worker:
     thread reads its answers: the pid of each run it forked, and how each run ended."""
 
     def __init__(
-        self, spec: WarmSpec, work_root: str | None = None, preload: tuple[str, ...] = ()
+        self,
+        spec: WarmSpec,
+        work_root: str | None = None,
+        preload: tuple[str, ...] = (),
+        code_level: bool = False,
     ) -> None:
         from memotest.tracer.run import TracedRun  # run.py imports this module
 
@@ -405,6 +513,8 @@ class Worker:
         #: those whose import warned, printed, started a thread or read the project's
         #: files, and why.
         self.preload = preload
+        #: Whether its runs report the code they executed (``codemap.py``).
+        self.code_level = code_level
         self.refused: list[tuple[str, str]] = []
         #: Every module the preload imported (its dependencies too).
         self.preloaded: frozenset[str] = frozenset()
@@ -418,9 +528,11 @@ class Worker:
             "preload": preload,
             "mark": PRELOAD_MARK,
             "shim": shim.shim_path(),
+            "executed": extension_path() if code_level else None,
+            "tag": codemap.cache_tag(),
         }
         self.run = TracedRun(
-            [spec.python, "-c", WORKER_SOURCE, json.dumps(config)],
+            [spec.python, "-c", CODEMAP_SOURCE + WORKER_SOURCE, json.dumps(config)],
             cwd=spec.cwd,
             env=dict(spec.env, TMPDIR=tmp, TMP=tmp, TEMP=tmp),
             stdin=subprocess.PIPE,
@@ -546,6 +658,7 @@ class Worker:
                 "env": env,
                 "trace_dir": env["MEMOTEST_TRACE_DIR"],
                 "log": stdout.name,
+                "code": self.code_level,
             }
             try:
                 proc.stdin.write((json.dumps(job) + "\n").encode())
@@ -710,6 +823,8 @@ class WorkerPool:
         self.book = PreloadBook()
         #: Whether workers preload what earlier runs imported (off: ``pytest`` only).
         self.preload = True
+        #: Whether runs report the code they executed (``codemap.py``; off: files whole).
+        self.code_level = True
         self._workers: dict[WarmSpec, Worker] = {}
         self._retired: list[Worker] = []
         self._starts: dict[WarmSpec, int] = {}
@@ -740,7 +855,7 @@ class WorkerPool:
             for attempt in range(self.REFUSALS + 1):
                 # The last attempt preloads nothing: refusals never cost the worker.
                 preload = self.preload_for(spec) if attempt < self.REFUSALS else ()
-                worker = Worker(spec, self.work_root, preload)
+                worker = Worker(spec, self.work_root, preload, self.code_level)
                 ok = worker.start()
                 if ok or not worker.refused:
                     break

@@ -1,0 +1,229 @@
+"""Python files fingerprinted by the code of them a run executed (``tracer/codemap.py``):
+real pytest builds forked from a warm worker, real edits, and the cases that must fall
+back to the whole file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import build_statuses, memotest, write_tree
+
+from memotest.model import Kind
+from memotest.store import Store
+from memotest.tracer import codemap
+
+A = "pytest:tests/test_a.py"
+B = "pytest:tests/test_b.py"
+
+PKG_A = '''
+LIMIT = 3
+
+
+def used(x):
+    return x + 1
+
+
+def unused(x, y=2):
+    """Adds."""
+    return x + y
+'''
+
+
+def project(tmp_path: Path, test_a: str, extra: dict[str, str] | None = None) -> Path:
+    """``pkg/a.py`` (``used``, ``unused``) imported by both test files through
+    ``pkg/__init__.py``; ``tests/test_b.py`` runs none of it."""
+    return write_tree(
+        tmp_path / "proj",
+        {
+            "pytest.ini": "[pytest]\n",
+            "pkg/__init__.py": "from pkg import a\n",
+            "pkg/a.py": PKG_A,
+            "tests/test_a.py": test_a,
+            "tests/test_b.py": "import pkg\n\ndef test_b():\n    assert pkg\n",
+            **(extra or {}),
+        },
+    )
+
+
+USES = "from pkg import a\n\ndef test_a():\n    assert a.used(1) == 2\n"
+
+
+def edit(proj: Path, old: str, new: str, rel: str = "pkg/a.py") -> None:
+    path = proj / rel
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def kinds(proj: Path, rel: str = "pkg/a.py") -> set[str]:
+    """The kinds of the inputs the test files' records have for a file of the project
+    (the collection's record only stat'ed it, whole)."""
+    path = str(proj / rel)
+    with Store.open(proj, lock=False) as store:
+        records = store.records([A, B]).values()
+        return {Kind(i.kind).value for r in records for i in r.inputs if i.path == path}
+
+
+def built(proj: Path, *args: str) -> dict[str, str]:
+    code, out, st = build_statuses(proj, "--pytest", *args)
+    assert code in (0, 1), out
+    return st
+
+
+def test_an_edit_to_code_no_run_executed_leaves_every_run_cached(tmp_path):
+    proj = project(tmp_path, USES)
+    assert built(proj) == {A: "passed", B: "passed"}
+    assert kinds(proj) == {"code"}
+    edit(proj, "return x + y", "return x * y")  # unused's body
+    edit(proj, "LIMIT = 3\n", "LIMIT = 3  # a comment\n")
+    assert built(proj) == {A: "cached", B: "cached"}
+    edit(proj, "return x + 1", "return x + 2")  # used's body: only test_a ran it
+    explain = memotest("explain", A, B, cwd=proj).stdout.decode()
+    assert "pkg/a.py: used changed" in explain, explain
+    assert f"{B}: up to date" in explain, explain
+    assert built(proj) == {A: "failed", B: "cached"}
+
+
+def test_what_is_seen_without_running_counts(tmp_path):
+    """A run depends on every name, signature, docstring and module-level value of a file
+    it imported, whether or not it called the function."""
+    proj = project(tmp_path, USES)
+    built(proj)
+    for old, new in [
+        ("def unused(x, y=2):", "def unused(x, y=3):"),  # a default: module-level code
+        ("def unused(x, y=3):", "def unused(x, z=3):"),  # an argument's name
+        ('"""Adds."""', '"""Adds two."""'),  # a docstring
+        ("LIMIT = 3", "LIMIT = 4"),  # a module-level value
+        ("\ndef unused", "\ndef another():\n    pass\n\n\ndef unused"),  # a new function
+    ]:
+        edit(proj, old, new)
+        assert built(proj) == {A: "passed", B: "passed"}, (old, new)
+
+
+def test_lines_moved_above_an_executed_function_run_it_again(tmp_path):
+    proj = project(tmp_path, USES)
+    built(proj)
+    edit(proj, "LIMIT = 3\n", "LIMIT = 3\n\n\n")
+    explain = memotest("explain", A, cwd=proj).stdout.decode()
+    assert "used changed" in explain, explain  # a traceback or a log shows its lines
+    assert built(proj) == {A: "passed", B: "cached"}
+
+
+def test_the_signature_of_a_function_not_called(tmp_path):
+    test_a = """
+        import inspect
+        from pkg import a
+
+        def test_a():
+            assert list(inspect.signature(a.unused).parameters) == ["x", "y"]
+    """
+    proj = project(tmp_path, textwrap.dedent(test_a))
+    assert built(proj)[A] == "passed"
+    edit(proj, "def unused(x, y=2):", "def unused(x, z=2):")
+    assert built(proj)[A] == "failed"
+
+
+@pytest.mark.parametrize(
+    "how, test_a",
+    [
+        (
+            "its source was read",
+            "import inspect\nfrom pkg import a\n\n"
+            "def test_a():\n    assert 'return' in inspect.getsource(a.used)\n",
+        ),
+        (
+            "a subprocess imported it",
+            "import subprocess, sys\n\n"
+            "def test_a():\n"
+            "    subprocess.run([sys.executable, '-c', 'import pkg.a'], check=True)\n",
+        ),
+        (
+            "the run forked",
+            "import os\nimport pkg\n\n"
+            "def test_a():\n"
+            "    pid = os.fork()\n"
+            "    if pid == 0:\n"
+            "        os._exit(0)\n"
+            "    os.waitpid(pid, 0)\n",
+        ),
+        (
+            "the run used hypothesis",
+            "import importlib.util\nimport pkg\n\n"
+            "path = 'vendor/hypothesis/internal/conjecture/engine.py'\n"
+            "spec = importlib.util.spec_from_file_location('engine', path)\n"
+            "engine = importlib.util.module_from_spec(spec)\n"
+            "spec.loader.exec_module(engine)\n\n"
+            "def test_a():\n    assert engine.ConjectureRunner().run()\n",
+        ),
+    ],
+)
+def test_whole_files_when_the_code_run_cannot_be_told(tmp_path, how, test_a):
+    # A stand-in for Hypothesis's engine: what a run of a @given test executes.
+    runner = "class ConjectureRunner:\n    def run(self):\n        return 1\n"
+    engine = {"vendor/hypothesis/internal/conjecture/engine.py": runner}
+    extra = engine if "hypothesis" in how else {}
+    proj = project(tmp_path, test_a, extra)
+    assert built(proj) == {A: "passed", B: "passed"}, how
+    edit(proj, "return x + y", "return x * y")  # code no run executed
+    assert built(proj) == {A: "passed", B: "cached"}, how
+
+
+def test_whole_files_option_and_fresh_runs(tmp_path):
+    proj = project(tmp_path, USES)
+    built(proj, "--whole-files")
+    assert kinds(proj) == {"file"}
+    edit(proj, "return x + y", "return x * y")
+    assert built(proj, "--no-warm") == {A: "passed", B: "passed"}
+    assert kinds(proj) == {"file"}  # a fresh process reports no code
+
+
+def test_a_test_file_and_conftest_stay_whole(tmp_path):
+    """pytest shows the lines of what it collects, and rewrites them."""
+    proj = project(tmp_path, USES, {"tests/conftest.py": "X = 1\n"})
+    built(proj)
+    assert kinds(proj, "tests/test_a.py") == {"file"}
+    assert kinds(proj, "tests/conftest.py") == {"file"}
+    edit(proj, "X = 1\n", "X = 1  # a comment\n", "tests/conftest.py")
+    assert built(proj) == {A: "passed", B: "passed"}
+
+
+def test_record_refuses_code_the_file_does_not_have():
+    """The run reports each code object with a digest: one compiled from other source
+    (a stale ``.pyc``, ``-O``) leaves the file whole."""
+    source = b"def f():\n    assert 1\n    return 2\n"
+    tree = codemap.compile_tree(source, "m.py")
+    ran = [[codemap.qualname(c), c.co_firstlineno, codemap.check(c)] for c, _ in tree.values()]
+    blob = codemap.record(source, "m.py", ran)
+    assert blob is not None
+    assert set(json.loads(blob)["code"]) == {"<module>#0", "f#0"}
+    optimized = compile(source, "m.py", "exec", dont_inherit=True, optimize=1)
+    f = next(c for c in optimized.co_consts if hasattr(c, "co_code"))
+    assert codemap.record(source, "m.py", [ran[0], ["f", 1, codemap.check(f)]]) is None
+    assert codemap.changed(blob, codemap.compile_tree(source, "m.py")) is None
+    assert codemap.changed(blob, SyntaxError("x")) == "it no longer compiles (SyntaxError)"
+
+
+def test_the_extension_notes_code_run_in_every_thread():
+    script = """
+        import threading
+        from memotest._executed import _executed as ex
+
+        def in_thread():
+            return 1
+
+        ex.start()
+        t = threading.Thread(target=in_thread)
+        t.start()
+        t.join()
+        codes, intact = ex.stop()
+        print(intact, any(c.co_name == "in_thread" for c in codes))
+    """
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True
+    )
+    assert out.stdout.split() == ["True", "True"], out.stderr
