@@ -35,6 +35,14 @@ state:
 11. ``unrelated``: create a new file in a folder no target listed, and append to a file no
     target read: every target must stay cached.
 
+And for the Python files a ``--pytest`` target's record holds by the code of them that ran
+(``code`` inputs, ``memotest/tracer/codemap.py``), an edit that changes bytecode but moves
+no line (``_soundness_probe = 1;`` put before the first statement of a function):
+
+12. ``code-ran``: to a function the run executed: it must re-run;
+13. ``code-module``: a statement appended to the module: it must re-run;
+14. ``code-not-ran``: to a function the run did not execute: it must stay cached.
+
 Kind 2 also runs on the ``copy@`` targets: deleting a module the suite imports makes
 pytest's collection fail, and ``memotest build --pytest`` then refuses to run anything
 (exit 2) before any target could re-run, which tests the loader, not the records.
@@ -51,6 +59,7 @@ re-ran its target and every unrelated change left every target cached.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import random
@@ -78,8 +87,12 @@ KINDS = (
     "worker",
     "preloaded",
     "unrelated",
+    "code-ran",
+    "code-module",
+    "code-not-ran",
 )
-EXPECT_CACHED = {"unrelated"}
+EXPECT_CACHED = {"unrelated", "code-not-ran"}
+PROBE = "_soundness_probe = 1; "
 
 # Dumps every record's inputs (kind, path), status and reusability, for both stores.
 INPUTS = r"""
@@ -92,7 +105,9 @@ for root in sys.argv[2:]:
         for name, rec in st.records().items():
             out[name] = {"status": rec.status, "cacheable": rec.cacheable,
                          "why": rec.uncacheable_reason,
-                         "inputs": [(fp.kind.value, fp.path) for fp in rec.inputs]}
+                         "inputs": [(fp.kind.value, fp.path) for fp in rec.inputs],
+                         "code": {fp.path: sorted(json.loads(st.read_blob(fp.digest))["code"])
+                                  for fp in rec.inputs if fp.kind.value == "code"}}
     finally:
         st.close()
 json.dump(out, open(sys.argv[1], "w"))
@@ -352,6 +367,73 @@ def file_create(path: Path):
     return change, undo
 
 
+COMPOUND = (
+    ast.If,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.With,
+    ast.AsyncWith,
+    ast.Try,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Match,
+    *([ast.TryStar] if hasattr(ast, "TryStar") else []),
+)
+
+
+def probe_points(path: Path) -> dict[str, tuple[int, int]]:
+    """``{qualified name: (line, column)}`` of the first statement of each function of a
+    file (after its docstring), where :data:`PROBE` can go: simple statements only, and
+    qualified names that occur once."""
+    tree = ast.parse(path.read_bytes())
+    found: dict[str, tuple[int, int] | None] = {}
+
+    def walk(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = prefix + child.name
+                inner = name + (".<locals>." if not isinstance(child, ast.ClassDef) else ".")
+                if not isinstance(child, ast.ClassDef):
+                    body = child.body
+                    if (
+                        body
+                        and isinstance(body[0], ast.Expr)
+                        and isinstance(getattr(body[0], "value", None), ast.Constant)
+                    ):
+                        body = body[1:]
+                    point = None
+                    if body and not isinstance(body[0], COMPOUND):
+                        point = (body[0].lineno, body[0].col_offset)
+                    found[name] = None if name in found else point
+                walk(child, inner)
+            else:
+                walk(child, prefix)
+
+    walk(tree, "")
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def probe_edit(path: Path, point: tuple[int, int]):
+    """Puts :data:`PROBE` before the statement at ``point``: new bytecode, no line moved."""
+    original = path.read_bytes()
+    lines = original.decode().splitlines(keepends=True)
+    line, col = point
+    text = lines[line - 1].encode()
+    edited = text[:col] + PROBE.encode() + text[col:]
+    lines[line - 1] = edited.decode()
+    new = "".join(lines).encode()
+
+    def change() -> None:
+        path.write_bytes(new)
+
+    def undo() -> None:
+        path.write_bytes(original)
+
+    return change, undo
+
+
 def preloaded_packages(root: Path) -> set[str]:
     """The top-level packages a warm worker in ``root`` preloads (``.memotest/warm.json``)."""
     try:
@@ -446,6 +528,25 @@ def run(args: argparse.Namespace) -> dict:
             results.append(
                 audit.case("add-to-listed", t, change, undo, toml=False, detail=rel(path))
             )
+    # 12, 13, 14: the files held by the code of them that ran.
+    for i, t in enumerate(pytest_targets):
+        code = {p: keys for p, keys in records[t].get("code", {}).items() if audit.inside(p)}
+        if not code:
+            continue
+        files = sorted(code)
+        files = files[i % len(files) :] + files[: i % len(files)]  # a different one first
+        for kind, want_ran in (("code-ran", True), ("code-not-ran", False)):
+            for path in files:
+                ran = {k.rsplit("#", 1)[0] for k in code[path]}
+                points = probe_points(Path(path))
+                name = pick([n for n in points if (n in ran) == want_ran], i)
+                if name:
+                    change, undo = probe_edit(Path(path), points[name])
+                    detail = f"{rel(path)}: {name}"
+                    results.append(audit.case(kind, t, change, undo, toml=False, detail=detail))
+                    break
+        change, undo = file_edit(Path(files[0]), b"\n_soundness_probe = 1\n")
+        results.append(audit.case("code-module", t, change, undo, toml=False, detail=rel(files[0])))
     # 9: a file only the warm worker read: the --pytest targets are forked from a process
     # that imported pytest and its plugins (memotest/tracer/warm.py), so pluggy's modules
     # are read by that process, not by the run.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -119,9 +120,20 @@ class Runner:
         if remote is not None and worker is not None:
             pool = shared_pool()
             pool.learn(worker.spec, remote)
-            if remote.tainted and not self.interrupted.is_set() and status != "timeout":
-                names = ", ".join(remote.tainted)
-                pool.note(f"{target.name} ran again, fresh: the worker had preloaded {names}")
+            crashed = worker.code_level and trace.exit_code in CRASHES
+            if (
+                (remote.tainted or crashed)
+                and not self.interrupted.is_set()
+                and status != "timeout"
+            ):
+                if crashed:
+                    # Noting the code that runs costs C stack for each Python call (no
+                    # inlined calls): a recursion deep enough may crash where it would
+                    # not in a fresh process.
+                    pool.note(f"{target.name} ran again, fresh: it crashed in a worker")
+                else:
+                    names = ", ".join(remote.tainted)
+                    pool.note(f"{target.name} ran again, fresh: the worker had preloaded {names}")
                 # pytest wanted to rewrite a module the worker had preloaded, or the run's
                 # sys.path would have found it elsewhere: not the result a fresh run
                 # would give. Run it again, fresh (preload.py).
@@ -175,6 +187,10 @@ class Runner:
         for traced in running:
             with contextlib.suppress(Exception):  # best effort while shutting down
                 traced.kill(grace=0.5)
+
+
+#: Exit statuses of a run killed by a memory fault (``-SIGSEGV``, ``-SIGBUS``).
+CRASHES = (-signal.SIGSEGV, -signal.SIGBUS)
 
 
 class _Follower:

@@ -227,3 +227,22 @@ def test_the_extension_notes_code_run_in_every_thread():
         [sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True
     )
     assert out.stdout.split() == ["True", "True"], out.stderr
+
+
+def test_a_run_that_crashes_in_a_worker_runs_again_fresh(tmp_path):
+    """Noting the code that runs takes C stack for each Python call: a recursion that
+    fits a fresh process may crash a forked one."""
+    deep = """
+        import sys
+
+        def down(n):
+            return 0 if n == 0 else 1 + down(n - 1)
+
+        def test_deep():
+            sys.setrecursionlimit(200_000)
+            assert down(100_000) == 100_000
+    """
+    proj = project(tmp_path, textwrap.dedent(deep))
+    code, out, st = build_statuses(proj, "--pytest", "-v")
+    assert st[A] == "passed", out
+    assert "ran again, fresh: it crashed in a worker" in out, out
