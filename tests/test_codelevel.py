@@ -244,5 +244,6 @@ def test_a_run_that_crashes_in_a_worker_runs_again_fresh(tmp_path):
     """
     proj = project(tmp_path, textwrap.dedent(deep))
     code, out, st = build_statuses(proj, "--pytest", "-v")
+    assert code == 0, out
     assert st[A] == "passed", out
     assert "ran again, fresh: it crashed in a worker" in out, out
