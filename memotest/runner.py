@@ -120,6 +120,9 @@ class Runner:
         if remote is not None and worker is not None:
             pool = shared_pool()
             pool.learn(worker.spec, remote)
+            whole = (remote.report or {}).get("code")
+            if isinstance(whole, str):
+                pool.note(f"a run kept its Python files whole ({whole})")
             crashed = worker.code_level and trace.exit_code in CRASHES
             if (
                 (remote.tainted or crashed)

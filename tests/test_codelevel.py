@@ -128,6 +128,23 @@ def test_the_signature_of_a_function_not_called(tmp_path):
     assert built(proj)[A] == "failed"
 
 
+def test_bytecode_read_without_running_it_counts_as_run(tmp_path):
+    """dis, numba and inspect.signature read a function's ``__code__`` without calling it."""
+    test_a = """
+        import dis
+        from pkg import a
+
+        def test_a():
+            assert "BINARY_OP" in [i.opname for i in dis.get_instructions(a.unused)]
+    """
+    proj = project(tmp_path, textwrap.dedent(test_a))
+    assert built(proj) == {A: "passed", B: "passed"}
+    edit(proj, "return x + y", "return x")
+    explain = memotest("explain", A, cwd=proj).stdout.decode()
+    assert "unused changed" in explain, explain
+    assert built(proj) == {A: "failed", B: "cached"}
+
+
 @pytest.mark.parametrize(
     "how, test_a",
     [

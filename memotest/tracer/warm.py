@@ -271,12 +271,25 @@ def load_executed(cfg):
 
 OPENED = set()  # .py files opened other than by an import
 FORKED = []
+INSPECTED = []  # code objects whose function's __code__ was read: they count as run
+WITHIN = []
 
 def watch_opens():
     from importlib import _bootstrap_external as bootstrap
     get_data = bootstrap.FileLoader.get_data.__code__
     get_code = bootstrap.SourceLoader.get_code.__code__
     def hook(event, args):
+        if event == "object.__getattr__" and len(args) == 2 and args[1] == "__code__":
+            # Code read without running it (dis, numba, inspect.signature) counts as run.
+            if not WITHIN:
+                WITHIN.append(True)
+                try:
+                    INSPECTED.append(args[0].__code__)
+                except Exception:
+                    pass
+                finally:
+                    WITHIN.clear()
+            return
         if event != "open" or not args:
             return
         path = args[0]
@@ -294,7 +307,7 @@ def watch_opens():
 
 def code_report(executed, had, where):
     # The code objects this run executed from the project's .py files that an import
-    # read, and only an import (codemap.py); None when it cannot be told.
+    # read, and only an import (codemap.py); or why that cannot be told.
     codes, intact = executed.stop()
     if not intact:
         return "something else took over noting the code run"
@@ -325,7 +338,12 @@ def code_report(executed, had, where):
                 and origin not in OPENED and os.path.basename(origin) not in OPENED:
             sources.add(origin)
     found = {}
-    for code in codes:
+    inspected = list(INSPECTED)
+    while inspected:
+        code = inspected.pop()
+        codes.append(code)
+        inspected.extend(c for c in code.co_consts if hasattr(c, "co_code"))
+    for code in {id(c): c for c in codes}.values():
         if code.co_filename in sources:
             found.setdefault(code.co_filename, []).append(
                 [qualname(code), code.co_firstlineno, check(code)])
@@ -767,7 +785,8 @@ class RemoteProcess:
         self.preloaded = worker.preloaded
         #: What the run reported at its end (``preload.py``): the ``modules`` it imported,
         #: the names pytest ``marked`` for rewriting, the preloaded packages its
-        #: ``sys.path`` would have found elsewhere (``shadowed``); None if nothing.
+        #: ``sys.path`` would have found elsewhere (``shadowed``), the ``code`` it executed
+        #: (``codemap.py``; or why its files stay whole); None if nothing.
         self.report: dict[str, Any] | None = None
         self._done = threading.Event()
 
