@@ -358,6 +358,7 @@ json.dump({"exit": int(code), "files": sorted(files), "errors": sorted(errors), 
 # appeared, a listed folder that gained or lost entries): why the target will re-run.
 ATTRIBUTE = r"""
 import json, os, sys
+from memotest.fingerprint import FileStates
 from memotest.store import Store
 root, spec = sys.argv[1], json.load(open(sys.argv[2]))
 changed = set(spec["changed"]) | set(spec["removed"])
@@ -365,6 +366,8 @@ added = set(spec["added"])
 parents = {os.path.dirname(p) for p in added | set(spec["removed"])}
 out = {}
 st = Store.open(root, lock=False)
+states = FileStates()
+states.blobs = st.read_blob
 try:
     for name, rec in st.records().items():
         causes = []
@@ -372,6 +375,8 @@ try:
             kind = fp.kind.value
             if kind in ("file", "dir") and fp.path in changed:
                 causes.append(fp.path)
+            elif kind == "code" and fp.path in changed and not states.holds(fp):
+                causes.append(fp.path)  # the code of it that ran changed
             elif kind == "absent" and fp.path in added:
                 causes.append(fp.path)
             elif kind == "list" and fp.path in parents:

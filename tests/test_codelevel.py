@@ -145,6 +145,22 @@ def test_bytecode_read_without_running_it_counts_as_run(tmp_path):
     assert built(proj) == {A: "failed", B: "cached"}
 
 
+# A stand-in for Hypothesis's engine, and a test that runs it as a @given test would.
+ENGINE = {
+    "vendor/hypothesis/internal/conjecture/engine.py": (
+        "class ConjectureRunner:\n    def run(self):\n        return 1\n"
+    )
+}
+HYPOTHESIS = (
+    "import importlib.util\nimport pkg\n\n"
+    "path = 'vendor/hypothesis/internal/conjecture/engine.py'\n"
+    "spec = importlib.util.spec_from_file_location('engine', path)\n"
+    "engine = importlib.util.module_from_spec(spec)\n"
+    "spec.loader.exec_module(engine)\n\n"
+    "def test_a():\n    assert engine.ConjectureRunner().run()\n"
+)
+
+
 @pytest.mark.parametrize(
     "how, test_a",
     [
@@ -168,22 +184,12 @@ def test_bytecode_read_without_running_it_counts_as_run(tmp_path):
             "        os._exit(0)\n"
             "    os.waitpid(pid, 0)\n",
         ),
-        (
-            "the run used hypothesis",
-            "import importlib.util\nimport pkg\n\n"
-            "path = 'vendor/hypothesis/internal/conjecture/engine.py'\n"
-            "spec = importlib.util.spec_from_file_location('engine', path)\n"
-            "engine = importlib.util.module_from_spec(spec)\n"
-            "spec.loader.exec_module(engine)\n\n"
-            "def test_a():\n    assert engine.ConjectureRunner().run()\n",
-        ),
+        ("the run used hypothesis", "HYPOTHESIS"),
     ],
 )
 def test_whole_files_when_the_code_run_cannot_be_told(tmp_path, how, test_a):
-    # A stand-in for Hypothesis's engine: what a run of a @given test executes.
-    runner = "class ConjectureRunner:\n    def run(self):\n        return 1\n"
-    engine = {"vendor/hypothesis/internal/conjecture/engine.py": runner}
-    extra = engine if "hypothesis" in how else {}
+    extra = ENGINE if test_a == "HYPOTHESIS" else {}
+    test_a = HYPOTHESIS if test_a == "HYPOTHESIS" else test_a
     proj = project(tmp_path, test_a, extra)
     assert built(proj) == {A: "passed", B: "passed"}, how
     edit(proj, "return x + y", "return x * y")  # code no run executed
@@ -264,3 +270,15 @@ def test_a_run_that_crashes_in_a_worker_runs_again_fresh(tmp_path):
     assert code == 0, out
     assert st[A] == "passed", out
     assert "ran again, fresh: it crashed in a worker" in out, out
+
+
+def test_a_file_that_ran_hypothesis_is_not_noted_again(tmp_path):
+    """Its files stay whole anyway: its next runs skip the cost of noting their code."""
+    proj = project(tmp_path, HYPOTHESIS, ENGINE)
+    built(proj)
+    hints = json.loads((proj / ".memotest" / "warm.json").read_text())
+    whole = [a for entry in hints["interpreters"].values() for a in entry["whole"]]
+    assert any("tests/test_a.py" in a for a in whole), whole
+    assert not any("tests/test_b.py" in a for a in whole), whole
+    edit(proj, "return x + y", "return x * y")
+    assert built(proj, "-v") == {A: "passed", B: "cached"}

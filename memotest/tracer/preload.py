@@ -63,10 +63,17 @@ def marked(name: str, marks: set[str] | frozenset[str]) -> bool:
     return any(".".join(parts[:i]) in marks for i in range(1, len(parts) + 1))
 
 
+#: What a run reports when it ran Hypothesis's engine (``warm.py``): its Python files
+#: stay whole (``codemap.py``), so its next runs do not note the code they execute.
+RAN_HYPOTHESIS = "it ran Hypothesis"
+
+
 @dataclass
 class _Hints:
     modules: dict[str, None] = field(default_factory=dict)  # ordered: import order
     never: set[str] = field(default_factory=set)
+    #: The arguments (JSON) of runs that ran Hypothesis: not worth noting their code.
+    whole: set[str] = field(default_factory=set)
     changed: bool = False
 
 
@@ -86,6 +93,7 @@ class PreloadBook:
             entry = _read(Path(cwd) / HINTS).get(python) or {}
             hints.modules = dict.fromkeys(str(m) for m in entry.get("modules", []))
             hints.never = {str(m) for m in entry.get("never", [])}
+            hints.whole = {str(a) for a in entry.get("whole", [])}
             self._hints[key] = hints
         return hints
 
@@ -117,8 +125,12 @@ class PreloadBook:
         modules = [m for m in report.get("modules", []) if isinstance(m, str)]
         marks = {m for m in report.get("marked", []) if isinstance(m, str)}
         marks |= {m for m in report.get("shadowed", []) if isinstance(m, str)}
+        args = report.get("args")
         with self._lock:
             hints = self._get(cwd, python)
+            if report.get("code") == RAN_HYPOTHESIS and isinstance(args, list):
+                hints.whole.add(json.dumps(args))
+                hints.changed = True
             if not marks <= hints.never:
                 hints.never |= marks
                 hints.changed = True
@@ -126,6 +138,12 @@ class PreloadBook:
                 if name not in hints.modules and len(hints.modules) < MAX_MODULES:
                     hints.modules[name] = None
                     hints.changed = True
+
+    def whole_for(self, cwd: str, python: str) -> frozenset[str]:
+        """The arguments (JSON) of the runs of ``python`` in ``cwd`` that ran Hypothesis:
+        their files stay whole anyway, so noting their code would only slow them."""
+        with self._lock:
+            return frozenset(self._get(cwd, python).whole)
 
     def refuse(self, cwd: str, python: str, names: list[str]) -> None:
         """Never preloads ``names`` again, nor anything of their top-level packages: their
@@ -155,7 +173,8 @@ class PreloadBook:
                     break
                 modules.setdefault(name, None)
             never = sorted({*map(str, entry.get("never", [])), *hints.never})
-            data[python] = {"modules": list(modules), "never": never}
+            whole = sorted({*map(str, entry.get("whole", [])), *hints.whole})
+            data[python] = {"modules": list(modules), "never": never, "whole": whole}
             _write(path, data)
 
 

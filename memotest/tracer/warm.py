@@ -48,7 +48,7 @@ from memotest.tracer import codemap, shim
 from memotest.tracer.collect import build_trace
 from memotest.tracer.log import Event
 from memotest.tracer.log import read as read_log
-from memotest.tracer.preload import PreloadBook, marked
+from memotest.tracer.preload import RAN_HYPOTHESIS, PreloadBook, marked
 
 #: How long a worker may take to import its modules.
 WARMUP_TIMEOUT = 120.0
@@ -318,7 +318,7 @@ def code_report(executed, had, where):
     for code in codes:
         if code.co_filename.endswith("/hypothesis/internal/conjecture/engine.py") \
                 and qualname(code).startswith("ConjectureRunner."):
-            return "it ran Hypothesis"  # another run tries other examples: other code
+            return RAN_HYPOTHESIS  # another run tries other examples: other code
     sources = set()
     here = os.path.join(os.getcwd(), "")
     for name, module in list(sys.modules.items()):
@@ -383,7 +383,7 @@ def become(job, retarget, memfd, preloaded, had, where, executed):
         note_marks()
     if memfd < 0 or not job.get("code"):
         executed = None
-    rep = {}
+    rep = {"args": job["args"]}
     if executed is not None:
         # Written at exit, after the exit handlers the run registered and the threads
         # it left to be joined, which may run the project's code too.
@@ -414,7 +414,9 @@ become(*serve())
 
 
 #: The worker runs codemap.py's functions too: a run reports the code it executed.
-CODEMAP_SOURCE = Path(codemap.__file__).read_text(encoding="utf-8") + "\n"
+WORKER_PRELUDE = (
+    Path(codemap.__file__).read_text(encoding="utf-8") + f"\nRAN_HYPOTHESIS = {RAN_HYPOTHESIS!r}\n"
+)
 
 #: The folder of the preload's markers (looked up, never there): see ``_project_reads``.
 PRELOAD_MARK = "/.memotest-preload/"
@@ -523,6 +525,7 @@ class Worker:
         work_root: str | None = None,
         preload: tuple[str, ...] = (),
         code_level: bool = False,
+        whole: frozenset[str] = frozenset(),
     ) -> None:
         from memotest.tracer.run import TracedRun  # run.py imports this module
 
@@ -531,8 +534,10 @@ class Worker:
         #: those whose import warned, printed, started a thread or read the project's
         #: files, and why.
         self.preload = preload
-        #: Whether its runs report the code they executed (``codemap.py``).
+        #: Whether its runs report the code they executed (``codemap.py``), but those
+        #: whose arguments (JSON) are in ``whole`` (they ran Hypothesis: ``preload.py``).
         self.code_level = code_level
+        self.whole = whole
         self.refused: list[tuple[str, str]] = []
         #: Every module the preload imported (its dependencies too).
         self.preloaded: frozenset[str] = frozenset()
@@ -550,7 +555,7 @@ class Worker:
             "tag": codemap.cache_tag(),
         }
         self.run = TracedRun(
-            [spec.python, "-c", CODEMAP_SOURCE + WORKER_SOURCE, json.dumps(config)],
+            [spec.python, "-c", WORKER_PRELUDE + WORKER_SOURCE, json.dumps(config)],
             cwd=spec.cwd,
             env=dict(spec.env, TMPDIR=tmp, TMP=tmp, TEMP=tmp),
             stdin=subprocess.PIPE,
@@ -676,7 +681,7 @@ class Worker:
                 "env": env,
                 "trace_dir": env["MEMOTEST_TRACE_DIR"],
                 "log": stdout.name,
-                "code": self.code_level,
+                "code": self.code_level and json.dumps(argv[3:]) not in self.whole,
             }
             try:
                 proc.stdin.write((json.dumps(job) + "\n").encode())
@@ -874,7 +879,8 @@ class WorkerPool:
             for attempt in range(self.REFUSALS + 1):
                 # The last attempt preloads nothing: refusals never cost the worker.
                 preload = self.preload_for(spec) if attempt < self.REFUSALS else ()
-                worker = Worker(spec, self.work_root, preload, self.code_level)
+                whole = self.book.whole_for(spec.cwd, spec.python)
+                worker = Worker(spec, self.work_root, preload, self.code_level, whole)
                 ok = worker.start()
                 if ok or not worker.refused:
                     break
