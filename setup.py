@@ -24,11 +24,13 @@ setup(
             libraries=["dl"],
         ),
         # A CPython extension (unlike the shim): notes the code objects a forked pytest run
-        # executed (memotest/_executed/executed.c, memotest/tracer/codemap.py).
+        # executed (memotest/_executed/executed.c, memotest/tracer/codemap.py). Optional:
+        # without Python's headers it is not built, and every file is fingerprinted whole.
         Extension(
             "memotest._executed._executed",
             sources=["memotest/_executed/executed.c"],
             extra_compile_args=["-O2", "-Wall", "-Wextra"],
+            optional=True,
         ),
     ],
 )

@@ -160,4 +160,16 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__executed(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__executed(void) {
+    PyObject *m = PyModule_Create(&module);
+#ifdef UNSUPPORTED
+    int supported = 0;
+#else
+    int supported = 1;
+#endif
+    if (m != NULL && PyModule_AddIntConstant(m, "supported", supported) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -265,7 +265,7 @@ def load_executed(cfg):
         spec = importlib.util.spec_from_file_location("_executed", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        return module
+        return module if module.supported else None
     except BaseException:
         return None
 
@@ -879,6 +879,8 @@ class WorkerPool:
             for attempt in range(self.REFUSALS + 1):
                 # The last attempt preloads nothing: refusals never cost the worker.
                 preload = self.preload_for(spec) if attempt < self.REFUSALS else ()
+                if self.code_level and extension_path() is None:
+                    self.note("Python files are whole: memotest/_executed is not built")
                 whole = self.book.whole_for(spec.cwd, spec.python)
                 worker = Worker(spec, self.work_root, preload, self.code_level, whole)
                 ok = worker.start()
