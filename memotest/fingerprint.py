@@ -43,7 +43,7 @@ from typing import NamedTuple
 import xxhash
 
 from memotest.model import Input, Kind
-from memotest.tracer import codemap
+from memotest.tracer import codemap, listings, sections
 
 __all__ = [
     "CHUNK_SIZE",
@@ -438,11 +438,7 @@ class FileStates:
             st = self.stat(path)
             if st is None or not _S_ISDIR(st.st_mode):
                 return False
-            if (
-                sig is not None
-                and (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns) == sig
-                and max(st.st_mtime_ns, st.st_ctime_ns) < verified_ns - self.racy_window_ns
-            ):
+            if self._sig_holds(st, sig, verified_ns):
                 return True
             try:
                 listed = self._list_dir(path)
@@ -457,7 +453,73 @@ class FileStates:
             return st is not None and _is_other(st.st_mode)
         if kind == "code":
             return self._verify_code(path, digest, sig, verified_ns)
+        if kind == "entries":
+            return self._verify_entries(path, digest, sig, verified_ns)
+        if kind == "section":
+            return self._verify_section(path, digest, sig, verified_ns)
         return False
+
+    def _sig_holds(self, st: os.stat_result, sig: Sequence[int] | None, verified_ns: int) -> bool:
+        """The stat fast path: ``st`` has the recorded signature, and was not racily
+        clean when it was verified."""
+        return (
+            sig is not None
+            and (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns) == tuple(sig)
+            and max(st.st_mtime_ns, st.st_ctime_ns) < verified_ns - self.racy_window_ns
+        )
+
+    def _verify_section(
+        self, path: str, digest: str, sig: Sequence[int] | None, verified_ns: int
+    ) -> bool | Refresh:
+        """A ``SECTION`` fingerprint: the stat fast path, else the file's ``tool.pytest``
+        table must be as it was (``tracer/sections.py``)."""
+        st = self.lstat(path)
+        if st is None or st is UNREADABLE or not _S_ISREG(st.st_mode):
+            return False
+        if self._sig_holds(st, sig, verified_ns):
+            return True
+        verified = time.time_ns()
+        try:
+            with open(path, "rb") as f:
+                before = os.fstat(f.fileno())
+                data = f.read()
+        except OSError:
+            return False
+        self.counters.hashed[path] += 1
+        if sections.table_digest(data) != digest:
+            return False
+        return self._refresh(sig, verified_ns, StatSig.of(before), verified)
+
+    def _verify_entries(
+        self, path: str, digest: str, sig: Sequence[int] | None, verified_ns: int
+    ) -> bool | Refresh:
+        """An ``ENTRIES`` fingerprint: the stat fast path, else the directory's entries
+        must still match what its readers looked for as they did (``tracer/listings.py``)."""
+        st = self.stat(path)
+        if st is None or st is UNREADABLE or not _S_ISDIR(st.st_mode):
+            return False
+        if self._sig_holds(st, sig, verified_ns):
+            return True
+        if self.entries_changed(path, digest) is not None:
+            return False
+        listed = self._list_dir(path)
+        return self._refresh(sig, verified_ns, listed.sig, listed.verified_ns)
+
+    def entries_changed(self, path: str, digest: str) -> tuple[list[str], list[str]] | None:
+        """None if the directory's entries still match the ``ENTRIES`` fingerprint
+        ``digest``, else the entries looked for that appeared and those that went
+        (:func:`listings.entries_changed`)."""
+        try:
+            names = self._list_dir(path).names
+        except OSError:
+            return ["?"], []
+        if self.blobs is None:
+            return ["?"], []
+        try:
+            blob = self.blobs(digest)
+        except Exception:
+            return ["?"], []
+        return listings.entries_changed(blob, names)
 
     def _verify_code(
         self, path: str, digest: str, sig: Sequence[int] | None, verified_ns: int
@@ -467,14 +529,9 @@ class FileStates:
         st = self.lstat(path)
         if st is None or st is UNREADABLE or not _S_ISREG(st.st_mode):
             return False  # a symbolic link is never fingerprinted by its code
-        now = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
-        if (
-            sig is not None
-            and now == tuple(sig)
-            and max(st.st_mtime_ns, st.st_ctime_ns) < verified_ns - self.racy_window_ns
-        ):
+        if self._sig_holds(st, sig, verified_ns):
             return True
-        if self.code_changed(path, digest, StatSig(*now)) is not None:
+        if self.code_changed(path, digest, StatSig.of(st)) is not None:
             return False
         tree = self._trees[path]
         return self._refresh(sig, verified_ns, tree.sig, tree.verified_ns)
@@ -702,4 +759,35 @@ def describe_change(
         if not _S_ISREG(st.st_mode):
             return f"is now {_type_word(st)}"
         return states.code_changed(path, recorded.digest) or "changed"
+    if kind is Kind.SECTION:
+        if not _S_ISREG(st.st_mode):
+            return f"is now {_type_word(st)}"
+        try:
+            with open(path, "rb") as f:
+                now = sections.table_digest(f.read())
+        except OSError as e:
+            return f"is unreadable ({e.strerror})"
+        if now == sections.UNPARSED:
+            return "no longer parses as TOML (pytest reads its [tool.pytest] table)"
+        return "its [tool.pytest] table changed"
+    if kind is Kind.ENTRIES:
+        if not is_dir:
+            return "is no longer a directory"
+        change = states.entries_changed(path, recorded.digest)
+        if change is None:
+            return "changed"
+        gained, lost = change
+        if gained == ["?"]:
+            return "its entries could not be compared"
+        parts = []
+        if gained:
+            parts.append(
+                _names_phrase("directory gained entries an import or a lookup finds", gained)
+            )
+        if lost:
+            label = (
+                "lost entries" if gained else "directory lost entries an import or a lookup found"
+            )
+            parts.append(_names_phrase(label, lost))
+        return "; ".join(parts) or "changed"
     return "changed"

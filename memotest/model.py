@@ -128,14 +128,23 @@ class Trace:
     first_change: dict[str, str] = field(default_factory=dict)
     started_ns: int = 0
     finished_ns: int = 0
-    #: Python source files that another process than the command's own (a subprocess,
-    #: or the warm worker it was forked from) read or stat'ed.
+    #: Python source files (and ``pyproject.toml`` files) that another process than the
+    #: command's own (a subprocess, or the warm worker it was forked from) read or stat'ed.
     py_elsewhere: set[str] = field(default_factory=set)
     #: For a run forked from a warm worker (``tracer/warm.py``): the ``.py`` files only
     #: the import system read, mapped to the code objects of them the run executed, as
     #: ``[qualified name, first line, check digest]`` (``tracer/codemap.py``). None when
     #: the run could not tell.
     code: dict[str, list[list]] | None = None
+    #: Folders that a process other than the command's own (and the warm worker's)
+    #: listed.
+    listed_elsewhere: set[str] = field(default_factory=set)
+    #: For a run forked from a warm worker: the folders that only readers looking for
+    #: certain names listed, each with ``[names, patterns]`` (``tracer/listings.py``).
+    listings: dict[str, list[list[str]]] | None = None
+    #: For a run forked from a warm worker: the ``pyproject.toml`` files only pytest's
+    #: configuration search opened (``tracer/sections.py``).
+    sections: set[str] | None = None
 
     @property
     def created(self) -> set[str]:
@@ -167,6 +176,13 @@ class Kind(str, enum.Enum):
     #: a Python source file, by the code of it the run executed (``tracer/codemap.py``):
     #: the digest names the CAS blob of the code objects' digests
     CODE = "code"
+    #: a listed directory, by those of its entries that its readers looked for (the
+    #: import system, ``importlib.metadata``, ``glob``: ``tracer/listings.py``): the
+    #: digest names the CAS blob of what they looked for and what was there
+    ENTRIES = "entries"
+    #: a ``pyproject.toml`` only pytest read: xxh3-128 of its ``tool.pytest`` table
+    #: (``tracer/sections.py``)
+    SECTION = "section"
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ class Footprint:
         that created or deleted an entry; by default every write is assumed to."""
         fp = cls()
         for path, kind in inputs:
-            (fp.listed if kind is Kind.LISTING else fp.reads).add(path)
+            (fp.listed if kind in (Kind.LISTING, Kind.ENTRIES) else fp.reads).add(path)
         fp.writes = set(writes)
         changed = fp.writes if entry_changes is None else set(entry_changes)
         fp.entry_dirs = {os.path.dirname(p) for p in changed}

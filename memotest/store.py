@@ -984,7 +984,10 @@ class Store:
                 ).rowcount
                 conn.execute("DELETE FROM keep")
             keep_blobs.update(
-                d for (d,) in conn.execute("SELECT digest FROM fps WHERE kind IN ('list', 'code')")
+                d
+                for (d,) in conn.execute(
+                    "SELECT digest FROM fps WHERE kind IN ('list', 'code', 'entries')"
+                )
             )
             self._path_ids = None
             self._rows = {}

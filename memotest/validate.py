@@ -20,13 +20,15 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+import xxhash
+
 from memotest import plugins
 from memotest.fingerprint import CLOCK_SLACK_NS, FileStates, Fingerprint, listing_digest
 from memotest.keys import TargetKey
 from memotest.model import Kind, Target, Trace
 from memotest.runner import Outcome
 from memotest.store import STORE_DIR, Record, Store, output_value
-from memotest.tracer import codemap
+from memotest.tracer import codemap, listings, sections
 from memotest.tracer.collect import is_pseudo
 
 
@@ -287,6 +289,10 @@ def make_record(
         inputs.append(fp)
     if trace.code:
         inputs = by_code(inputs, trace, states, store)
+    if trace.listings:
+        inputs = by_entries(inputs, trace, store)
+    if trace.sections:
+        inputs = by_section(inputs, trace)
     for extra in target.inputs:
         path = os.path.join(target.cwd, extra)
         try:
@@ -364,6 +370,57 @@ def by_code(
     if not coded:
         return inputs
     return [fp for fp in out if not _bytecode_of(fp.path, coded)]
+
+
+def by_entries(inputs: list[Fingerprint], trace: Trace, store: Store) -> list[Fingerprint]:
+    """Turns the ``LISTING`` inputs that only readers looking for certain names listed
+    (in the run's own process and its worker: ``tracer/listings.py``) into ``ENTRIES``
+    inputs: fingerprinted by those of their entries that match what was looked for."""
+    assert trace.listings is not None
+    out: list[Fingerprint] = []
+    for fp in inputs:
+        looked = trace.listings.get(fp.path)
+        if (
+            looked is None
+            or fp.kind is not Kind.LISTING
+            or fp.names is None  # (the names it had before the run, if it changed since)
+            or fp.path in trace.listed_elsewhere
+        ):
+            out.append(fp)
+            continue
+        blob = listings.entries_record(looked[0], looked[1], fp.names)
+        digest = store.put_blob(blob)
+        out.append(Fingerprint(fp.path, Kind.ENTRIES, digest, fp.sig, fp.verified_ns))
+    return out
+
+
+def by_section(inputs: list[Fingerprint], trace: Trace) -> list[Fingerprint]:
+    """Turns the ``FILE`` inputs that are ``pyproject.toml`` files only pytest's
+    configuration search read (``tracer/sections.py``) into ``SECTION`` inputs:
+    fingerprinted by their ``tool.pytest`` table."""
+    assert trace.sections is not None
+    out: list[Fingerprint] = []
+    for fp in inputs:
+        if (
+            fp.path not in trace.sections
+            or fp.kind is not Kind.FILE
+            or fp.link is not None
+            or fp.path in trace.py_elsewhere
+        ):
+            out.append(fp)
+            continue
+        try:
+            with open(fp.path, "rb") as f:
+                data = f.read()
+        except OSError:
+            out.append(fp)
+            continue
+        digest = sections.table_digest(data)
+        if digest == sections.UNPARSED or xxhash.xxh3_128_hexdigest(data) != fp.digest:
+            out.append(fp)  # not what was fingerprinted, or memotest cannot parse it
+            continue
+        out.append(Fingerprint(fp.path, Kind.SECTION, digest, fp.sig, fp.verified_ns))
+    return out
 
 
 def _bytecode_of(path: str, sources: set[str]) -> bool:

@@ -21,6 +21,8 @@ from memotest.tracer.procwatch import Seen
 
 PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
 ABSENT_ERRNOS = {str(errno.ENOENT), str(errno.ENOTDIR)}
+#: The files whose reads by other processes ``Trace.py_elsewhere`` notes.
+ELSEWHERE = (".py", "/pyproject.toml")
 
 
 def is_pseudo(path: str) -> bool:
@@ -51,7 +53,10 @@ def build_trace(
     leftovers: list[psutil.Process],
     shim: str,
     trace_dir: str,
+    worker_pid: int | None = None,
 ) -> Trace:
+    """``worker_pid``: the warm worker the command was forked from (``warm.py``): what it
+    listed, the run reports on as on its own listings (``listings.py``)."""
     trace = Trace(command=command, exit_code=exit_code)
     incomplete = trace.incomplete
     changed: set[str] = set()  # paths the tree wrote or deleted so far
@@ -81,7 +86,7 @@ def build_trace(
                 (trace.reads if op == "R" else trace.stats if op == "S" else trace.missing).add(
                     path
                 )
-                if op != "M" and ev.pid != root_pid and path.endswith(".py"):
+                if op != "M" and ev.pid != root_pid and path.endswith(ELSEWHERE):
                     elsewhere.add(path)
         elif op in "WND":
             path = clean(ev.path)
@@ -93,6 +98,8 @@ def build_trace(
             path = clean(ev.path)
             if path is not None:
                 trace.listed.add(path)
+                if ev.pid != root_pid and ev.pid != worker_pid:
+                    trace.listed_elsewhere.add(path)
         elif op == "O":
             path = clean(ev.path)
             if path is not None:

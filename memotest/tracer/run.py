@@ -151,6 +151,7 @@ class TracedRun:
         leftovers = self.watcher.stop()  # the last look also finds what is still running
         events, damage = read_log(self.log_path)
         prior = getattr(self.proc, "prior_events", None)
+        owner = getattr(self.proc, "owner", None)
         if prior:
             events = [*prior, *events]
         with open(self.status_path, "rb") as f:
@@ -166,11 +167,16 @@ class TracedRun:
             leftovers=leftovers,
             shim=self.lib,
             trace_dir=self.dir,
+            worker_pid=owner[0] if owner else None,
         )
         trace.started_ns, trace.finished_ns = self.started_ns, self.finished_ns
         report = getattr(self.proc, "report", None)
         if isinstance(report, dict) and isinstance(report.get("code"), dict):
             trace.code = report["code"]
+        if isinstance(report, dict) and isinstance(report.get("listings"), dict):
+            trace.listings = report["listings"]
+        if isinstance(report, dict) and isinstance(report.get("sections"), list):
+            trace.sections = set(report["sections"])
         if getattr(self.proc, "lost", None):
             trace.incomplete.append(Incomplete(self.proc.pid, None, self.proc.lost))
             trace.complete = False

@@ -44,7 +44,7 @@ from typing import IO, Any
 
 from memotest._executed import extension_path
 from memotest.fingerprint import StatSig
-from memotest.tracer import codemap, shim
+from memotest.tracer import codemap, listings, sections, shim
 from memotest.tracer.collect import build_trace
 from memotest.tracer.log import Event
 from memotest.tracer.log import read as read_log
@@ -61,6 +61,9 @@ PER_RUN_ENV = ("TMPDIR", "TMP", "TEMP", "MEMOTEST_TRACE_DIR", "MEMOTEST_SHIM")
 # to call. Messages are JSON lines: requests on fd 0, answers on fd 1.
 WORKER_SOURCE = r"""
 import os, sys
+if sys.argv[2:3] == ["listings"]:
+    watch_listings()  # listings.py: before anything else lists a folder
+    watch_sections()  # sections.py
 sys.path[0] = os.getcwd()  # where python -m puts the current folder
 
 def send(obj):
@@ -146,8 +149,9 @@ def serve():
     if not hasattr(os, "pidfd_open"):
         errors.append("os.pidfd_open is missing (Python 3.9+ on Linux 5.3+)")
     ready = not errors and not refused
+    views = finder_views(os.getcwd(), where) if FILL else None
     send({"ready": ready, "errors": errors, "refused": refused, "roots": where,
-          "preloaded": sorted(preloaded)})
+          "preloaded": sorted(preloaded), "views": views})
     if errors or refused:
         os._exit(0)
     gc.collect()
@@ -383,15 +387,22 @@ def become(job, retarget, memfd, preloaded, had, where, executed):
         note_marks()
     if memfd < 0 or not job.get("code"):
         executed = None
+    listings = memfd >= 0 and FILL and job.get("listings")
     rep = {"args": job["args"]}
-    if executed is not None:
+    at_end = executed is not None or listings
+    if at_end:
         # Written at exit, after the exit handlers the run registered and the threads
-        # it left to be joined, which may run the project's code too.
+        # it left to be joined, which may run the project's code (or list folders) too.
         import atexit
         def at_exit():
-            rep["code"] = code_report(executed, had, where)
+            if executed is not None:
+                rep["code"] = code_report(executed, had, where)
+            if listings:
+                rep["listings"] = listing_report(absolute(job["cwd"]), where)
+                rep["sections"] = section_report()
             write_report(memfd, rep)
         atexit.register(at_exit)
+    if executed is not None:
         watch_opens()
         executed.start()
     main = getattr(runpy, "_run_module_as_main", None)
@@ -406,16 +417,21 @@ def become(job, retarget, memfd, preloaded, had, where, executed):
                 rep.update(report(preloaded, had, where))
             except BaseException:
                 pass
-            if executed is None:
+            if not at_end:
                 write_report(memfd, rep)
 
 become(*serve())
 """
 
 
-#: The worker runs codemap.py's functions too: a run reports the code it executed.
+#: The worker runs codemap.py's, listings.py's and sections.py's functions too: a run
+#: reports the code it executed, what it looked for in the folders it listed, and the
+#: ``pyproject.toml`` files only pytest read.
 WORKER_PRELUDE = (
-    Path(codemap.__file__).read_text(encoding="utf-8") + f"\nRAN_HYPOTHESIS = {RAN_HYPOTHESIS!r}\n"
+    Path(codemap.__file__).read_text(encoding="utf-8")
+    + Path(listings.__file__).read_text(encoding="utf-8")
+    + Path(sections.__file__).read_text(encoding="utf-8")
+    + f"\nRAN_HYPOTHESIS = {RAN_HYPOTHESIS!r}\n"
 )
 
 #: The folder of the preload's markers (looked up, never there): see ``_project_reads``.
@@ -555,7 +571,13 @@ class Worker:
             "tag": codemap.cache_tag(),
         }
         self.run = TracedRun(
-            [spec.python, "-c", WORKER_PRELUDE + WORKER_SOURCE, json.dumps(config)],
+            [
+                spec.python,
+                "-c",
+                WORKER_PRELUDE + WORKER_SOURCE,
+                json.dumps(config),
+                *(["listings"] if code_level else []),
+            ],
             cwd=spec.cwd,
             env=dict(spec.env, TMPDIR=tmp, TMP=tmp, TEMP=tmp),
             stdin=subprocess.PIPE,
@@ -567,6 +589,9 @@ class Worker:
         #: What each path the worker observed while starting was: see ``_sig``.
         self.snapshot: dict[str, StatSig | str | None] = {}
         self._listed: frozenset[str] = frozenset()
+        #: The folders of the project only its imports listed: what they looked for there,
+        #: and what of it they saw (``listings.py``).
+        self._views: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
         self.usable = False
         self.why = ""
         self._lock = threading.Lock()
@@ -631,8 +656,16 @@ class Worker:
         paths |= trace.execs
         self._listed = frozenset(trace.listed)
         self.snapshot = {p: _sig(p, p in self._listed) for p in sorted(paths)}
-        for sig in self.snapshot.values():
+        views = msg.get("views") or {}
+        self._views = {
+            p: (frozenset(views[p][0]), frozenset(views[p][1]))
+            for p in self._listed
+            if p in views and p not in trace.listed_elsewhere
+        }
+        for p, sig in self.snapshot.items():
             if isinstance(sig, StatSig) and sig.touched_since(started_ns):
+                if p in self._views and self._view_holds(p):
+                    continue  # what changed is nothing its imports looked for
                 self.why = CHANGED_WHILE_STARTING
                 return False
         self._reader = threading.Thread(
@@ -643,9 +676,28 @@ class Worker:
         return True
 
     def changed(self) -> str | None:
-        """The first path the worker observed while starting that is no longer as it was."""
+        """The first path the worker observed while starting that is no longer as it was.
+        A folder of the project only its imports listed holds while the entries they looked
+        for are as the worker saw them (``listings.py``)."""
         listed = self._listed
-        return next((p for p, sig in self.snapshot.items() if _sig(p, p in listed) != sig), None)
+        for p, sig in self.snapshot.items():
+            now = _sig(p, p in listed)
+            if now != sig:
+                if p in self._views and isinstance(now, StatSig) and self._view_holds(p):
+                    self.snapshot[p] = now
+                    continue
+                return p
+        return None
+
+    def _view_holds(self, folder: str) -> bool:
+        """Whether ``folder`` still has the entries the worker's imports looked for and saw
+        (and none of the others they looked for)."""
+        looks, seen = self._views[folder]
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return False
+        return {n for n in names if n in looks} == seen
 
     def spawn(
         self,
@@ -682,6 +734,7 @@ class Worker:
                 "trace_dir": env["MEMOTEST_TRACE_DIR"],
                 "log": stdout.name,
                 "code": self.code_level and json.dumps(argv[3:]) not in self.whole,
+                "listings": self.code_level,
             }
             try:
                 proc.stdin.write((json.dumps(job) + "\n").encode())

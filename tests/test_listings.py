@@ -1,0 +1,203 @@
+"""Folders listed only to look for certain names (``tracer/listings.py``): real pytest
+builds forked from a warm worker, real new files, and the listings that must stay whole."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from conftest import build_statuses, memotest, write_tree
+
+from memotest.model import Kind
+from memotest.store import Store
+from memotest.tracer import listings
+
+A = "pytest:tests/test_a.py"
+B = "pytest:tests/test_b.py"
+
+
+def project(tmp_path: Path, test_a: str, extra: dict[str, str] | None = None) -> Path:
+    return write_tree(
+        tmp_path / "proj",
+        {
+            "pytest.ini": "[pytest]\n",
+            "pkg/__init__.py": "",
+            "pkg/a.py": "def used(x):\n    return x + 1\n",
+            "tests/test_a.py": textwrap.dedent(test_a),
+            "tests/test_b.py": "from pkg import a\n\ndef test_b():\n    assert a.used(1) == 2\n",
+            **(extra or {}),
+        },
+    )
+
+
+def built(proj: Path, *args: str) -> dict[str, str]:
+    code, out, st = build_statuses(proj, "--pytest", *args)
+    assert code in (0, 1), out
+    return st
+
+
+def kinds(proj: Path, target: str, rel: str) -> set[str]:
+    """The kinds of the inputs ``target``'s record has for a folder of the project."""
+    path = str(proj / rel) if rel else str(proj)
+    with Store.open(proj, lock=False) as store:
+        record = store.records([target])[target]
+        return {Kind(i.kind).value for i in record.inputs if i.path == path} - {"dir"}
+
+
+USES = "from pkg import a\n\ndef test_a():\n    assert a.used(1) == 2\n"
+
+
+def test_new_files_nothing_looks_for_leave_every_run_cached(tmp_path):
+    proj = project(tmp_path, USES)
+    assert built(proj) == {A: "passed", B: "passed"}
+    for rel in ("", "pkg", "tests"):
+        assert kinds(proj, A, rel) == {"entries"}, rel
+    for rel in ("NEWS.md", ".pre-commit-config.yaml", "pkg/py.typed", "pkg/b.py", "tests/data.txt"):
+        (proj / rel).write_text("x\n")
+    (proj / "docs").mkdir()
+    assert built(proj) == {A: "cached", B: "cached"}
+    # A new test file is a new target; the others did not look for it.
+    (proj / "tests/test_c.py").write_text("def test_c():\n    pass\n")
+    assert built(proj) == {A: "cached", B: "cached", "pytest:tests/test_c.py": "passed"}
+
+
+def test_a_module_an_import_would_now_find_first_runs_its_importers_again(tmp_path):
+    proj = project(tmp_path, USES)
+    built(proj)
+    # A package folder of the same name comes before pkg/a.py.
+    write_tree(proj, {"pkg/a/__init__.py": "def used(x):\n    return 0\n"})
+    explain = memotest("explain", A, cwd=proj).stdout.decode()
+    assert "gained entries an import or a lookup finds: a" in explain, explain
+    assert built(proj) == {A: "failed", B: "failed"}
+
+
+def test_a_module_a_failed_import_looked_for_runs_the_test_again(tmp_path):
+    test_a = """
+        try:
+            import localsettings
+            VALUE = localsettings.VALUE
+        except ImportError:
+            VALUE = 1
+
+        def test_a():
+            assert VALUE == 1
+    """
+    proj = project(tmp_path, test_a)
+    assert built(proj) == {A: "passed", B: "passed"}
+    (proj / "localsettings.py").write_text("VALUE = 2\n")
+    assert built(proj) == {A: "failed", B: "cached"}
+
+
+def test_a_folder_the_test_lists_itself_is_whole(tmp_path):
+    test_a = """
+        import os
+
+        def test_a():
+            assert "NEWS.md" not in os.listdir(".")
+    """
+    proj = project(tmp_path, test_a)
+    built(proj)
+    assert kinds(proj, A, "") == {"list"}
+    assert kinds(proj, B, "") == {"entries"}
+    (proj / "NEWS.md").write_text("x\n")
+    assert built(proj) == {A: "failed", B: "cached"}
+
+
+def test_a_folder_listed_by_another_process_is_whole(tmp_path):
+    test_a = """
+        import subprocess
+
+        def test_a():
+            out = subprocess.run(["ls", "pkg"], capture_output=True, text=True).stdout
+            assert "b.txt" not in out
+    """
+    proj = project(tmp_path, test_a)
+    built(proj)
+    assert kinds(proj, A, "pkg") == {"list"}
+    (proj / "pkg/b.txt").write_text("x\n")
+    assert built(proj) == {A: "failed", B: "cached"}
+
+
+def test_a_glob_depends_on_the_entries_its_pattern_matches(tmp_path):
+    test_a = """
+        import glob
+
+        def test_a():
+            assert len(glob.glob("data/*.csv")) == 1
+    """
+    proj = project(tmp_path, test_a, {"data/one.csv": "1\n"})
+    built(proj)
+    assert kinds(proj, A, "data") == {"entries"}
+    (proj / "data/notes.txt").write_text("x\n")
+    assert built(proj) == {A: "cached", B: "cached"}
+    (proj / "data/two.csv").write_text("2\n")
+    explain = memotest("explain", A, cwd=proj).stdout.decode()
+    assert "gained entries an import or a lookup finds: two.csv" in explain, explain
+    assert built(proj) == {A: "failed", B: "cached"}
+
+
+def test_whole_files_keeps_every_listing_whole(tmp_path):
+    proj = project(tmp_path, USES)
+    built(proj, "--whole-files")
+    assert kinds(proj, A, "pkg") == {"list"}
+    (proj / "pkg/py.typed").write_text("")
+    assert built(proj, "--whole-files") == {A: "passed", B: "passed"}
+
+
+def test_the_record_names_what_was_looked_for_and_what_was_there():
+    looked = ["a", "a.py", "b.py"]
+    blob = listings.entries_record(
+        looked, ["*.csv", "i:*.dist-info"], ["a.py", "x.CSV", "Foo.DIST-INFO"]
+    )
+    assert (
+        listings.entries_changed(blob, ["a.py", "x.CSV", "Foo.DIST-INFO", "c.py", "d.txt"]) is None
+    )
+    assert listings.entries_changed(blob, ["a.py", "x.CSV", "Foo.DIST-INFO", "b.py", "y.csv"]) == (
+        ["b.py", "y.csv"],
+        [],
+    )
+    assert listings.entries_changed(blob, ["x.CSV"]) == ([], ["Foo.DIST-INFO", "a.py"])
+
+
+def test_the_worker_source_defines_each_name_once():
+    """The worker runs codemap.py, listings.py and sections.py as one source: a name
+    defined twice would replace the other module's (a crash in the worker's report)."""
+    import ast
+    from collections import Counter
+
+    from memotest.tracer import warm
+
+    names: Counter[str] = Counter()
+    for node in ast.parse(warm.WORKER_PRELUDE + warm.WORKER_SOURCE).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names[node.name] += 1
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    assert [n for n, count in names.items() if count > 1] == []
+
+
+def test_a_worker_holds_while_only_entries_its_imports_did_not_look_for_change(tmp_path):
+    """A new folder or file in the project (pytest-benchmark's ``.benchmarks``, an editor's
+    swap file) does not replace the warm worker; a module its imports would now find does."""
+    import os
+    import sys
+    import time
+
+    from memotest.tracer.warm import WarmSpec, Worker
+
+    mods = write_tree(tmp_path / "mods", {"warmdep.py": "VALUE = 1\n"})
+    time.sleep(0.1)
+    env = {"PATH": os.environ["PATH"], "PYTHONDONTWRITEBYTECODE": "1"}
+    spec = WarmSpec.of([sys.executable, "-m", "warmdep"], ("warmdep",), str(mods), env)
+    assert spec is not None
+    worker = Worker(spec, code_level=True)
+    try:
+        assert worker.start(), worker.why
+        assert str(mods) in worker.snapshot
+        (mods / ".benchmarks").mkdir()
+        (mods / "NEWS.md").write_text("")
+        assert worker.changed() is None
+        (mods / "json.py").write_text("")  # the worker's `import json` looked for it here
+        assert worker.changed() == str(mods)
+    finally:
+        worker.close()
