@@ -23,9 +23,11 @@ source), in the target's interpreter: the standard library only, Python 3.10 syn
 import os
 import sys
 
-#: The files read for one table, and the code that reads them for it.
+#: The files read for one table, and the module whose code reads them for it (pytest's
+#: configuration search: ``load_config_dict_from_file`` up to pytest 9.1,
+#: ``_parse_toml_file`` from 9.2).
 SECTION_FILES = ("pyproject.toml",)
-SECTION_READER = ("/_pytest/config/findpaths.py", "load_config_dict_from_file")
+SECTION_READER = "/_pytest/config/findpaths.py"
 #: Path -> whether every open of it so far was the reader's.
 OPENS = {}
 
@@ -47,8 +49,7 @@ def on_open(event, args):
     for _ in range(8):
         if frame is None:
             break
-        code = frame.f_code
-        if code.co_name == SECTION_READER[1] and code.co_filename.endswith(SECTION_READER[0]):
+        if frame.f_code.co_filename.endswith(SECTION_READER):
             ours = True
             break
         frame = frame.f_back
