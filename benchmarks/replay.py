@@ -28,11 +28,14 @@ The package is imported from the lane (``PYTHONPATH=<lane>/src`` or the lane its
 never installed. Projects that read their own version from installed metadata
 (``importlib.metadata``) get what ``pip install -e .`` run once, at the first revision,
 would give them: the first release's ``PKG-INFO`` as
-``<lane>/.bench-meta/NAME.dist-info/METADATA`` (and its ``entry_points.txt``, through which
-the OpenStack projects find their own plugins), on ``PYTHONPATH`` too, left as it is
+``<lane>/.bench-meta/NAME.dist-info/METADATA``, on ``PYTHONPATH`` too, left as it is
 afterwards (a developer does not reinstall at every checkout; a metadata version that
 changed at every release would also make testmon, which keys its data on the installed
-packages' versions, re-run everything).
+packages' versions, re-run everything). Its ``entry_points.txt``, through which the
+OpenStack projects find their own plugins, is each release's own: a release that adds a
+plugin also adds its entry point, and its tests of that plugin fail without it
+(keystoneauth1's ``loading/test_v3.py`` from 5.2.0 on), as a developer who did not
+reinstall would see and fix by reinstalling.
 
 Checked at each revision (**outcome agreement**): every test file that fails under
 RetestAll was run, and failed, under memotest (-j1 and -j2). Any other outcome is listed as
@@ -100,9 +103,13 @@ class Project:
     why: str
     metadata: bool = True  # give the lane the release's metadata (see the module doc)
     pytest: str = "pytest==9.2.0"
-    #: programs some tests run (not installed by this script: without them those tests
-    #: fail under every tool alike, which the summary shows as failing files)
-    programs: tuple[str, ...] = ()
+    #: programs some tests run, with the Debian package that has each (not installed by this
+    #: script: without them those tests fail under every tool alike, which the summary shows
+    #: as failing files; a note says so at the start)
+    programs: tuple[tuple[str, str], ...] = ()
+    #: programs the venv's build needs (a requirement built from its sdist), with the Debian
+    #: package that has each: checked before the venv is made, the run stops without them
+    build_programs: tuple[tuple[str, str], ...] = ()
 
 
 PROJECTS: dict[str, Project] = {
@@ -234,7 +241,7 @@ PROJECTS: dict[str, Project] = {
             # without it, the files of those tests fail fast under every tool alike.
             # (test_imageutils.py, from 7.3 imageutils/test_qemu.py, fail anyway: pytest
             # ignores their load_tests, so testscenarios never applies their scenarios.)
-            programs=("qemu-img",),
+            programs=(("qemu-img", "qemu-utils"),),
             why="15-16 test files, one per module of independent utilities (strutils, "
             "netutils, timeutils...), ~490 tests in ~3.5 s; pure Python; an empty "
             "__init__.py, the version from pbr (installed metadata), no pytest "
@@ -321,11 +328,17 @@ PROJECTS: dict[str, Project] = {
                 # of the recorded cassette does not match (IncompleteRead)
                 "urllib3==1.26.20",
                 "six==1.17.0",  # up to 5.1
-                # Not requests-kerberos (test-requirements.txt, [kerberos] extra): it needs
-                # pyspnego[kerberos], i.e. gssapi and krb5, which have no Linux wheels and
-                # build against libkrb5-dev; without it test_fedkerb_loading.py's test_load
-                # fails.
+                # test-requirements.txt ([kerberos] extra), for test_fedkerb_loading.py's
+                # test_load: it needs pyspnego[kerberos], i.e. gssapi and krb5, which have
+                # no Linux wheels and build against libkrb5-dev (build_programs)
+                "requests-kerberos==0.15.0",
+                "pyspnego==0.12.4",
+                "gssapi==1.12.0",
+                "krb5==0.10.0",
+                "cryptography==50.0.2",
+                "decorator==5.3.1",
             ),
+            build_programs=(("krb5-config", "libkrb5-dev"), ("gcc", "gcc")),
             why="45 test files for OpenStack's authentication library (plugins, session, "
             "access, discovery, loading...), ~1,700 tests; pure Python; the version from "
             "pbr, no pytest configuration file; session.py reaches most files",
@@ -375,12 +388,14 @@ try:
             kind = fp.kind.value
             if kind in ("file", "dir") and fp.path in changed:
                 causes.append(fp.path)
-            elif kind == "code" and fp.path in changed and not states.holds(fp):
-                causes.append(fp.path)  # the code of it that ran changed
+            elif kind in ("code", "section") and fp.path in changed and not states.holds(fp):
+                causes.append(fp.path)  # the code of it that ran, or pytest's table, changed
             elif kind == "absent" and fp.path in added:
                 causes.append(fp.path)
             elif kind == "list" and fp.path in parents:
                 causes.append(fp.path + "/")
+            elif kind == "entries" and fp.path in parents and not states.holds(fp):
+                causes.append(fp.path + "/")  # an entry its readers looked for came or went
         out[name] = {"status": rec.status, "cacheable": rec.cacheable, "causes": causes}
 finally:
     st.close()
@@ -1069,10 +1084,22 @@ def replay(project: Project, versions: list[str]) -> dict:
     log(f"== {project.name}: {' '.join(versions)}")
     started = time.time()
     load_start = os.getloadavg()
+    missing = [(p, pkg) for p, pkg in project.build_programs if shutil.which(p) is None]
+    if missing:
+        sys.exit(
+            f"{project.name}: its test requirements build from source and need "
+            + ", ".join(p for p, _ in missing)
+            + ", not found; install them first (Debian/Ubuntu: apt-get install "
+            + " ".join(sorted({pkg for _, pkg in missing}))
+            + ")"
+        )
     venv_path = venv(project)
-    for program in project.programs:
+    for program, package in project.programs:
         if shutil.which(program) is None:
-            log(f"  note: {program} is not installed: the tests that run it will fail")
+            log(
+                f"  note: {program} is not installed: the tests that run it will fail "
+                f"(Debian/Ubuntu: apt-get install {package})"
+            )
     py = str(venv_path / "bin" / "python")
     work = WORK / project.name
     shutil.rmtree(work, ignore_errors=True)
@@ -1084,8 +1111,14 @@ def replay(project: Project, versions: list[str]) -> dict:
     for i, version in enumerate(versions):
         src_root = extracted(project.name, version)
         src = release_files(src_root)
-        if i == 0 and project.metadata:
-            meta = installed_metadata(src_root)
+        if project.metadata:
+            release = installed_metadata(src_root)
+            if meta is None:
+                meta = release
+            # The first release's version, each release's entry points (see the module doc).
+            meta = {"METADATA": meta["METADATA"]}
+            if "entry_points.txt" in release:
+                meta["entry_points.txt"] = release["entry_points.txt"]
         dist = re.sub(r"[-.]+", "_", project.name).lower()
         diff = {}
         for lane in lanes.values():

@@ -12,7 +12,8 @@ state:
 3. ``create-absent``: create a file it looked for and did not find (an ``absent`` input
    inside the project; preferably in a folder it did not list, so that only the absent
    check can see it);
-4. ``add-to-listed``: add a file to a folder it listed (a ``list`` input inside the project);
+4. ``add-to-listed``: add a file to a folder it listed (a ``list`` input inside the project;
+   on the ``copy@`` targets too, fresh runs, whose listings are all whole);
 5. ``grandchild``: change a file read only by a grandchild process (small extra targets:
    ``sh -> sh -> python`` reading a file, ``sh -> sh -> cat``, and ``sh -> env -i python``,
    a child that clears its environment);
@@ -42,6 +43,20 @@ no line (``_soundness_probe = 1;`` put before the first statement of a function)
 12. ``code-ran``: to a function the run executed: it must re-run;
 13. ``code-module``: a statement appended to the module: it must re-run;
 14. ``code-not-ran``: to a function the run did not execute: it must stay cached.
+
+And for the folders a record holds by the entries its readers looked for (``entries``
+inputs, ``memotest/tracer/listings.py``), and the ``pyproject.toml`` it holds by its
+``tool.pytest`` table (``section`` inputs, ``memotest/tracer/sections.py``):
+
+15. ``entries-looked-for``: create an entry that was looked for and was not there (a
+    folder of that name, which no import would take for a module: an empty folder is at
+    most a namespace package, which any regular module found later wins over; or a name
+    made from a pattern that was looked for): it must re-run;
+16. ``entries-other``: create a file no reader looked for in that folder: it must stay
+    cached;
+17. ``section-pytest``: a key added to the ``tool.pytest.ini_options`` table: it must
+    re-run;
+18. ``section-other``: a table of another tool appended: it must stay cached.
 
 Kind 2 also runs on the ``copy@`` targets: deleting a module the suite imports makes
 pytest's collection fail, and ``memotest build --pytest`` then refuses to run anything
@@ -90,8 +105,12 @@ KINDS = (
     "code-ran",
     "code-module",
     "code-not-ran",
+    "entries-looked-for",
+    "entries-other",
+    "section-pytest",
+    "section-other",
 )
-EXPECT_CACHED = {"unrelated", "code-not-ran"}
+EXPECT_CACHED = {"unrelated", "code-not-ran", "entries-other", "section-other"}
 PROBE = "_soundness_probe = 1; "
 
 # Dumps every record's inputs (kind, path), status and reusability, for both stores.
@@ -107,7 +126,9 @@ for root in sys.argv[2:]:
                          "why": rec.uncacheable_reason,
                          "inputs": [(fp.kind.value, fp.path) for fp in rec.inputs],
                          "code": {fp.path: sorted(json.loads(st.read_blob(fp.digest))["code"])
-                                  for fp in rec.inputs if fp.kind.value == "code"}}
+                                  for fp in rec.inputs if fp.kind.value == "code"},
+                         "entries": {fp.path: json.loads(st.read_blob(fp.digest))
+                                     for fp in rec.inputs if fp.kind.value == "entries"}}
     finally:
         st.close()
 json.dump(out, open(sys.argv[1], "w"))
@@ -348,6 +369,28 @@ def file_delete(path: Path):
     return change, undo
 
 
+def dir_create(path: Path):
+    def change() -> None:
+        path.mkdir()
+
+    def undo() -> None:
+        path.rmdir()
+
+    return change, undo
+
+
+def text_change(path: Path, new: str):
+    original = path.read_text()
+
+    def change() -> None:
+        path.write_text(new)
+
+    def undo() -> None:
+        path.write_text(original)
+
+    return change, undo
+
+
 def file_create(path: Path):
     made = []
 
@@ -491,7 +534,21 @@ def run(args: argparse.Namespace) -> dict:
     def rel(p: str) -> str:
         return os.path.relpath(p, root)
 
-    # 1, 3, 4: the --pytest targets.
+    def add_to_listed(t: str, i: int, *, toml: bool) -> None:
+        listed = {p for k, p in records[t]["inputs"] if k == "list"}
+        dirs = [p for p in listed if audit.inside(p + "/") and "__pycache__" not in p]
+        # The deepest listed folders first: the most specific to this target.
+        dirs.sort(key=lambda p: (-p.count("/"), p))
+        if dirs:
+            folder = dirs[i % min(len(dirs), 3)]
+            path = os.path.join(folder, "soundness_probe.txt")
+            change, undo = file_create(Path(path))
+            results.append(
+                audit.case("add-to-listed", t, change, undo, toml=toml, detail=rel(path))
+            )
+
+    # 1, 3, 4: the --pytest targets (4 also on the copy@ targets, fresh runs: a forked
+    # run's folders are mostly held by the entries it looked for, 15 and 16).
     for i, t in enumerate(pytest_targets):
         inputs = records[t]["inputs"]
         files = [p for k, p in inputs if k == "file" and audit.inside(p)]
@@ -518,16 +575,52 @@ def run(args: argparse.Namespace) -> dict:
             results.append(
                 audit.case("create-absent", t, change, undo, toml=False, detail=rel(path))
             )
-        dirs = [p for p in listed if audit.inside(p + "/") and "__pycache__" not in p]
-        # The deepest listed folders first: the most specific to this target.
-        dirs.sort(key=lambda p: (-p.count("/"), p))
-        if dirs:
-            folder = dirs[i % min(len(dirs), 3)]
-            path = os.path.join(folder, "soundness_probe.txt")
-            change, undo = file_create(Path(path))
+        add_to_listed(t, i, toml=False)
+    # 15, 16: the folders held by the entries their readers looked for.
+    for i, t in enumerate(pytest_targets):
+        entries = {p: e for p, e in records[t].get("entries", {}).items() if audit.inside(p + "/")}
+        folders = sorted(entries, key=lambda p: (-p.count("/"), p))
+        if not folders:
+            continue
+        folder = folders[i % min(len(folders), 3)]
+        looked = entries[folder]
+        present = set(looked["present"]) | set(os.listdir(folder))
+        names = [
+            n for n in looked["looks"] if n not in present and "." not in n and n.isidentifier()
+        ]
+        names += [
+            p.removeprefix("i:").replace("*", "soundness_probe")
+            for p in looked["patterns"]
+            if not any(c in p for c in "?[]")
+        ]
+        name = pick([n for n in names if n not in present], i)
+        if name:
+            path = Path(folder) / name
+            change, undo = dir_create(path)
             results.append(
-                audit.case("add-to-listed", t, change, undo, toml=False, detail=rel(path))
+                audit.case("entries-looked-for", t, change, undo, toml=False, detail=rel(str(path)))
             )
+        path = Path(folder) / "soundness-unrelated.txt"
+        change, undo = file_create(path)
+        results.append(
+            audit.case("entries-other", t, change, undo, toml=False, detail=rel(str(path)))
+        )
+    # 17, 18: the pyproject.toml held by its tool.pytest table.
+    pyproject = root / "pyproject.toml"
+    header = "[tool.pytest.ini_options]\n"
+    for t in pytest_targets:
+        if ("section", str(pyproject)) not in {tuple(x) for x in records[t]["inputs"]}:
+            continue
+        text = pyproject.read_text()
+        if header in text:
+            new = text.replace(header, header + 'console_output_style = "classic"\n', 1)
+            change, undo = text_change(pyproject, new)
+            detail = "pyproject.toml: a key added to [tool.pytest.ini_options]"
+            results.append(audit.case("section-pytest", t, change, undo, toml=False, detail=detail))
+        new = text + '\n[tool.soundness-probe]\nanything = "1"\n'
+        change, undo = text_change(pyproject, new)
+        detail = "pyproject.toml: a [tool.soundness-probe] table appended"
+        results.append(audit.case("section-other", t, change, undo, toml=False, detail=detail))
     # 12, 13, 14: the files held by the code of them that ran.
     for i, t in enumerate(pytest_targets):
         code = {p: keys for p, keys in records[t].get("code", {}).items() if audit.inside(p)}
@@ -595,6 +688,7 @@ def run(args: argparse.Namespace) -> dict:
         path = pick([p for p in sources if p.startswith(package)], i) or pick(sources, i)
         change, undo = file_delete(Path(path))
         results.append(audit.case("delete", t, change, undo, toml=True, detail=rel(path)))
+        add_to_listed(t, i, toml=True)
     toml_file = audit.extra / "memotest.toml"
     for t in [*copy_targets, *audit.extra_targets, "shared-object"]:
         text = toml_file.read_text()
