@@ -45,8 +45,9 @@ LOOKS = {}
 PATTERNS = {}
 #: Folders some other reader listed: every entry counts.
 WHOLE = set()
-#: Set when a folder was listed by a file descriptor: which one is not known.
-BY_FD = []
+#: Not empty when some listing cannot be attributed (a folder listed by a file descriptor,
+#: or an import system that does not ask its cache as the notes expect): all stay whole.
+BLIND = []
 
 METADATA_FILES = ("/importlib/metadata/__init__.py", "/importlib_metadata/__init__.py")
 DIST_PATTERNS = ("i:*.dist-info", "i:*.egg-info", "i:egg-info")
@@ -97,7 +98,7 @@ def on_listing(event, args):
         return
     path = args[0] if args else None
     if isinstance(path, int):
-        BY_FD.append(path)
+        BLIND.append(path)
         return
     where = absolute(path)
     frame = sys._getframe(1)
@@ -174,7 +175,7 @@ def watch_listings():
     except Exception:
         works = False
     if not works:
-        BY_FD.append(None)
+        BLIND.append(None)
         return
     # Compiled as the import system's own code: an import error's traceback leaves it out.
     space = {"fill": fill, "Looked": Looked, "LOOKS": LOOKS, "absolute": absolute}
@@ -186,8 +187,8 @@ def watch_listings():
 def listing_report(top, roots):
     """The folders inside ``top`` (the run's folder) but outside ``roots`` (the
     interpreter's) that only looking readers listed, each with ``[names, patterns]``;
-    None when a folder was listed by a file descriptor."""
-    if BY_FD:
+    None when some listing cannot be attributed (``BLIND``)."""
+    if BLIND:
         return None
     inside = os.path.join(top, "")
     out = {}
