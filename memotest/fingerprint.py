@@ -471,8 +471,9 @@ class FileStates:
     def _verify_section(
         self, path: str, digest: str, sig: Sequence[int] | None, verified_ns: int
     ) -> bool | Refresh:
-        """A ``SECTION`` fingerprint: the stat fast path, else the file's ``tool.pytest``
-        table must be as it was (``tracer/sections.py``)."""
+        """A ``SECTION`` fingerprint: the stat fast path, else the part of the file its
+        reader takes (``tool.pytest``, the entry points) must be as it was
+        (``tracer/sections.py``)."""
         st = self.lstat(path)
         if st is None or st is UNREADABLE or not _S_ISREG(st.st_mode):
             return False
@@ -486,7 +487,7 @@ class FileStates:
         except OSError:
             return False
         self.counters.hashed[path] += 1
-        if sections.table_digest(data) != digest:
+        if sections.section_digest(path, data) != digest:
             return False
         return self._refresh(sig, verified_ns, StatSig.of(before), verified)
 
@@ -764,12 +765,14 @@ def describe_change(
             return f"is now {_type_word(st)}"
         try:
             with open(path, "rb") as f:
-                now = sections.table_digest(f.read())
+                now = sections.section_digest(path, f.read())
         except OSError as e:
             return f"is unreadable ({e.strerror})"
         if now == sections.UNPARSED:
+            if recorded.digest.startswith(sections.ENTRY_POINTS):
+                return "no longer parses as entry points"
             return "no longer parses as TOML (pytest reads its [tool.pytest] table)"
-        return "its [tool.pytest] table changed"
+        return f"{sections.section_phrase(recorded.digest)} changed"
     if kind is Kind.ENTRIES:
         if not is_dir:
             return "is no longer a directory"

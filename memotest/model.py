@@ -143,7 +143,8 @@ class Trace:
     #: certain names listed, each with ``[names, patterns]`` (``tracer/listings.py``).
     listings: dict[str, list[list[str]]] | None = None
     #: For a run forked from a warm worker: the ``pyproject.toml`` files only pytest's
-    #: configuration search opened (``tracer/sections.py``).
+    #: configuration search opened, the ``entry_points.txt`` files only
+    #: ``importlib.metadata``'s entry point parser opened (``tracer/sections.py``).
     sections: set[str] | None = None
 
     @property
@@ -180,8 +181,9 @@ class Kind(str, enum.Enum):
     #: import system, ``importlib.metadata``, ``glob``: ``tracer/listings.py``): the
     #: digest names the CAS blob of what they looked for and what was there
     ENTRIES = "entries"
-    #: a ``pyproject.toml`` only pytest read: xxh3-128 of its ``tool.pytest`` table
-    #: (``tracer/sections.py``)
+    #: a ``pyproject.toml`` only pytest read, an ``entry_points.txt`` only
+    #: ``importlib.metadata`` read: ``tool.pytest:`` or ``entry-points:`` and the xxh3-128
+    #: of what that reader takes (``tracer/sections.py``)
     SECTION = "section"
 
 

@@ -395,9 +395,10 @@ def by_entries(inputs: list[Fingerprint], trace: Trace, store: Store) -> list[Fi
 
 
 def by_section(inputs: list[Fingerprint], trace: Trace) -> list[Fingerprint]:
-    """Turns the ``FILE`` inputs that are ``pyproject.toml`` files only pytest's
-    configuration search read (``tracer/sections.py``) into ``SECTION`` inputs:
-    fingerprinted by their ``tool.pytest`` table."""
+    """Turns the ``FILE`` inputs that only their reader read (a ``pyproject.toml`` by
+    pytest's configuration search, an ``entry_points.txt`` by ``importlib.metadata``:
+    ``tracer/sections.py``) into ``SECTION`` inputs: fingerprinted by the part of them
+    that reader takes."""
     assert trace.sections is not None
     out: list[Fingerprint] = []
     for fp in inputs:
@@ -415,7 +416,7 @@ def by_section(inputs: list[Fingerprint], trace: Trace) -> list[Fingerprint]:
         except OSError:
             out.append(fp)
             continue
-        digest = sections.table_digest(data)
+        digest = sections.section_digest(fp.path, data)
         if digest == sections.UNPARSED or xxhash.xxh3_128_hexdigest(data) != fp.digest:
             out.append(fp)  # not what was fingerprinted, or memotest cannot parse it
             continue

@@ -1,4 +1,5 @@
-"""``pyproject.toml`` read only by pytest, for its ``tool.pytest`` table
+"""``pyproject.toml`` read only by pytest, for its ``tool.pytest`` table, and
+``entry_points.txt`` read only by ``importlib.metadata``, for its entry points
 (``tracer/sections.py``): real pytest builds forked from a warm worker, real edits."""
 
 from __future__ import annotations
@@ -42,16 +43,16 @@ def built(proj: Path, *args: str) -> dict[str, str]:
     return st
 
 
-def kind(proj: Path, target: str) -> str:
-    path = str(proj / "pyproject.toml")
+def kind(proj: Path, target: str, rel: str = "pyproject.toml") -> str:
+    path = str(proj / rel)
     with Store.open(proj, lock=False) as store:
         record = store.records([target])[target]
         (found,) = [Kind(i.kind).value for i in record.inputs if i.path == path]
         return found
 
 
-def edit(proj: Path, old: str, new: str) -> None:
-    path = proj / "pyproject.toml"
+def edit(proj: Path, old: str, new: str, rel: str = "pyproject.toml") -> None:
+    path = proj / rel
     text = path.read_text()
     assert old in text
     path.write_text(text.replace(old, new, 1))
@@ -123,3 +124,102 @@ def test_the_digest_of_the_table():
     assert sections.table_digest(b"[project\n") == sections.UNPARSED
     assert sections.table_digest(b'tool = "x"\n') == sections.UNPARSED
     assert sections.table_digest(b"\xff\xfe") == sections.UNPARSED
+
+
+# -- entry_points.txt -------------------------------------------------------------------
+
+EPS = "site/demo_plugins-1.0.dist-info/entry_points.txt"
+ENTRY_POINTS = """\
+[demo.plugins]
+one = demo_one:Plugin
+
+[console_scripts]
+demo = demo_one:main
+"""
+
+
+def plugin_project(tmp_path: Path, test_a: str) -> Path:
+    """A distribution with entry points in ``site/``, which the tests' conftest puts on
+    ``sys.path`` (pytest has scanned the installed distributions before then)."""
+    return write_tree(
+        tmp_path / "proj",
+        {
+            "site/demo_plugins-1.0.dist-info/METADATA": "Name: demo-plugins\nVersion: 1.0\n",
+            EPS: ENTRY_POINTS,
+            "tests/conftest.py": """\
+                import os
+                import sys
+
+                sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "site"))
+            """,
+            "tests/test_a.py": textwrap.dedent(test_a),
+            "tests/test_b.py": "def test_b():\n    pass\n",
+        },
+    )
+
+
+LOADS = """
+    from importlib.metadata import entry_points
+
+    def test_a():
+        assert [ep.name for ep in entry_points(group="demo.plugins")] == ["one"]
+"""
+
+
+def test_entry_points_hold_by_what_importlib_metadata_parses(tmp_path):
+    proj = plugin_project(tmp_path, LOADS)
+    assert built(proj) == {A: "passed", B: "passed"}
+    assert kind(proj, A, EPS) == "section"
+    # What pbr and setuptools change between releases: blank lines, comments.
+    edit(proj, "\n\n[console", "\n# generated\n\n\n[console", EPS)
+    edit(proj, "one = demo_one:Plugin", "one=demo_one:Plugin   ", EPS)
+    assert built(proj) == {A: "cached", B: "cached"}
+    edit(proj, "[console_scripts]", "[demo.plugins]\ntwo = demo_two:Plugin\n[console_scripts]", EPS)
+    explain = memotest("explain", A, cwd=proj).stdout.decode()
+    assert "entry_points.txt: its entry points changed" in explain, explain
+    # test_b may read them too: a plugin (hypothesis) scans every group when imported.
+    assert built(proj)[A] == "failed"
+
+
+def test_entry_points_memotest_cannot_parse_are_whole(tmp_path):
+    proj = plugin_project(tmp_path, LOADS)
+    built(proj)
+    # Python 3.11 takes "; legacy" for a name; a parser of another version might not.
+    edit(proj, "demo = demo_one:main", "demo = demo_one:main\n; legacy = x", EPS)
+    explain = memotest("explain", A, cwd=proj).stdout.decode()
+    assert "no longer parses as entry points" in explain, explain
+    assert built(proj)[A] == "passed"
+    assert kind(proj, A, EPS) == "file"  # recorded whole this time
+
+
+def test_a_test_that_reads_entry_points_text_depends_on_all_of_it(tmp_path):
+    test_a = """
+        from importlib.metadata import distribution
+
+        def test_a():
+            text = distribution("demo-plugins").read_text("entry_points.txt")
+            assert "\\n\\n[console_scripts]" in text
+    """
+    proj = plugin_project(tmp_path, test_a)
+    assert built(proj) == {A: "passed", B: "passed"}
+    assert kind(proj, A, EPS) == "file"
+    edit(proj, "\n\n[console", "\n[console", EPS)
+    assert built(proj) == {A: "failed", B: "cached"}
+
+
+def test_the_digest_of_entry_points():
+    base = sections.entry_points_digest(ENTRY_POINTS.encode())
+    assert base.startswith("entry-points:")
+    same = (
+        "# top\n\n  [demo.plugins]  \n one =demo_one:Plugin\n[console_scripts]\ndemo= demo_one:main"
+    )
+    assert sections.entry_points_digest(same.encode()) == base
+    reordered = ENTRY_POINTS.replace("[demo.plugins]", "[x]").replace(
+        "[console_scripts]", "[demo.plugins]"
+    )
+    assert sections.entry_points_digest(reordered.encode()) != base
+    assert sections.entry_points_digest(b"[g]\nno equals sign\n") == sections.UNPARSED
+    assert sections.entry_points_digest(b"[g]\n; x = y\n") == sections.UNPARSED
+    assert sections.entry_points_digest(b"\xff\xfe") == sections.UNPARSED
+    assert sections.section_digest("/x/entry_points.txt", ENTRY_POINTS.encode()) == base
+    assert sections.section_digest("/x/pyproject.toml", PYPROJECT.encode()).startswith("tool.")

@@ -74,9 +74,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--whole-files",
         action="store_true",
-        help="fingerprint every Python file whole, every listed folder by all its entries and "
-        "pyproject.toml whole: not by the code, the entries and the table a forked pytest run "
-        "used",
+        help="fingerprint every Python file whole, every listed folder by all its entries, "
+        "pyproject.toml and entry_points.txt whole: not by the code, the entries, the table "
+        "and the entry points a forked pytest run used",
     )
     plugins.call("memotest_addoption", parser=p)
     p.set_defaults(run=run)

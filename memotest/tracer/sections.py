@@ -1,20 +1,36 @@
-"""``pyproject.toml`` read only by pytest, for its own table: which table.
+"""Files read only by one reader, for what it parses out of them: that part.
 
-pytest reads the ``pyproject.toml`` of the folders it searches for its configuration, and
-uses only ``[tool.pytest]`` and ``[tool.pytest.ini_options]`` of it. A release that bumps
-a version, a dependency or a linter's settings there changes nothing pytest sees; as a
-whole-file input, it re-ran every test of the project.
+Two files are read by every test of a project, but only for a part of them:
+
+- **``pyproject.toml``**: pytest reads the one of the folders it searches for its
+  configuration, and uses only ``[tool.pytest]`` and ``[tool.pytest.ini_options]``. A
+  release that bumps a version, a dependency or a linter's settings there changes nothing
+  pytest sees.
+- **``entry_points.txt``** of an installed distribution: ``importlib.metadata`` reads it
+  whenever pytest, stevedore or any plugin loader asks a distribution for its entry points,
+  and keeps only the ``name = value`` lines of each ``[group]``. Tools that write it (pbr,
+  setuptools) change its blank lines and comments from one release to the next.
+
+As whole-file inputs, either re-ran every test of the project.
 
 In a run forked from a warm worker, an audit hook sees every ``open`` made through
-Python and who made it. A ``pyproject.toml`` that only pytest's configuration search
-(``_pytest/config/findpaths.py``) opened, in the run's own process and its worker, and
-that no other process read, is then an input by its ``tool.pytest`` table as TOML parses
-it (``Kind.SECTION``): a file that no longer parses, or whose table changed in any way,
-runs the target again.
+Python and who made it. Such a file that only its reader opened, in the run's own process
+and its worker, and that no other process read, is then an input by what the reader
+parses out of it (``Kind.SECTION``):
+
+- a ``pyproject.toml`` opened by pytest's configuration search (code of
+  ``_pytest/config/findpaths.py``), by its ``tool.pytest`` table as TOML parses it;
+- an ``entry_points.txt`` opened by ``Distribution.read_text`` called from
+  ``Distribution.entry_points`` (``importlib.metadata``, or the ``importlib_metadata``
+  backport), by its ``(group, name, value)`` triples in order, as that parser makes them.
+  Test code that reads the text itself (``read_text`` directly, ``open``) keeps it whole.
+
+A file that no longer parses, or whose part changed in any way, runs the target again.
 
 What this rests on: that C code in the run's process does not read the file (the audit
-hook cannot see it), and that memotest's TOML parser accepts what the run's did (a file
-memotest cannot parse is kept whole).
+hook cannot see it), and that memotest's parser accepts what the run's did (a file
+memotest cannot parse, or that a reader of another version could parse differently, is
+kept whole).
 
 The first part of this module runs inside the warm worker (``warm.py`` includes its
 source), in the target's interpreter: the standard library only, Python 3.10 syntax.
@@ -23,36 +39,66 @@ source), in the target's interpreter: the standard library only, Python 3.10 syn
 import os
 import sys
 
-#: The files read for one table, and the module whose code reads them for it (pytest's
-#: configuration search: ``load_config_dict_from_file`` up to pytest 9.1,
-#: ``_parse_toml_file`` from 9.2).
-SECTION_FILES = ("pyproject.toml",)
-SECTION_READER = "/_pytest/config/findpaths.py"
-#: Path -> whether every open of it so far was the reader's.
+#: The code of pytest's configuration search: ``load_config_dict_from_file`` up to
+#: pytest 9.1, ``_parse_toml_file`` from 9.2.
+PYTEST_CONFIG_CODE = "/_pytest/config/findpaths.py"
+#: ``importlib.metadata`` and its backport.
+METADATA_CODE = ("/importlib/metadata/__init__.py", "/importlib_metadata/__init__.py")
+#: Path -> whether every open of it so far was its reader's.
 OPENS = {}
 
 
+def pytest_config_opened(frame):
+    """Whether pytest's configuration search made this open (``frame``: the opener's)."""
+    for _ in range(8):
+        if frame is None:
+            return False
+        if frame.f_code.co_filename.endswith(PYTEST_CONFIG_CODE):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def entry_points_opened(frame):
+    """Whether ``Distribution.entry_points`` made this open, through ``read_text``, which
+    returns the text to it alone (``frame``: the opener's)."""
+    for _ in range(8):
+        if frame is None:
+            return False
+        if frame.f_code.co_filename.endswith(METADATA_CODE):
+            caller = frame.f_back
+            return (
+                frame.f_code.co_name == "read_text"
+                and caller is not None
+                and caller.f_code.co_name == "entry_points"
+                and caller.f_code.co_filename == frame.f_code.co_filename
+            )
+        frame = frame.f_back
+    return False
+
+
+#: The file names, and who must have opened such a file for it to be read for a part.
+SECTION_READERS = {
+    "pyproject.toml": pytest_config_opened,
+    "entry_points.txt": entry_points_opened,
+}
+SECTION_SUFFIXES = tuple(SECTION_READERS)
+
+
 def on_open(event, args):
-    """The audit hook: who opened a ``pyproject.toml``."""
+    """The audit hook: who opened a ``pyproject.toml`` or an ``entry_points.txt``."""
     if event != "open" or not args:
         return
     path = args[0]
     if isinstance(path, bytes):
         path = os.fsdecode(path)
-    if not isinstance(path, str) or not path.endswith(SECTION_FILES):
+    if not isinstance(path, str) or not path.endswith(SECTION_SUFFIXES):
         return
     where = os.path.normpath(os.path.join(os.getcwd(), path))
-    if os.path.basename(where) not in SECTION_FILES:
+    reader = SECTION_READERS.get(os.path.basename(where))
+    if reader is None:
         return
-    frame = sys._getframe(1)
-    ours = False
-    for _ in range(8):
-        if frame is None:
-            break
-        if frame.f_code.co_filename.endswith(SECTION_READER):
-            ours = True
-            break
-        frame = frame.f_back
+    ours = reader(sys._getframe(1))
     OPENS[where] = OPENS.get(where, True) and ours
 
 
@@ -61,22 +107,47 @@ def watch_sections():
 
 
 def section_report():
-    """The files only pytest's configuration search opened."""
+    """The files only their readers opened."""
     return sorted(path for path, ours in OPENS.items() if ours)
 
 
 # -- memotest's side (never run in the worker) ---------------------------------------------
 
-#: The digest of a file that is not valid UTF-8 TOML, or whose ``tool`` is no table.
+#: The digest of a file memotest cannot parse as its reader would.
 UNPARSED = "unparsed"
+#: The digests' prefixes: which part of which file a ``SECTION`` input holds by.
+PYTEST_TABLE = "tool.pytest:"
+ENTRY_POINTS = "entry-points:"
+
+
+def section_digest(path: str, data: bytes) -> str:
+    """The digest of what the reader of the file at ``path`` takes from it (by its name:
+    :data:`SECTION_READERS`), or :data:`UNPARSED`."""
+    name = os.path.basename(path)
+    if name == "pyproject.toml":
+        return table_digest(data)
+    if name == "entry_points.txt":
+        return entry_points_digest(data)
+    return UNPARSED
+
+
+def section_phrase(digest: str) -> str:
+    """What a ``SECTION`` input holds by, for ``explain``."""
+    if digest.startswith(ENTRY_POINTS):
+        return "its entry points"
+    return "its [tool.pytest] table"
+
+
+def _xxh(text: str) -> str:
+    import xxhash
+
+    return xxhash.xxh3_128_hexdigest(text.encode())
 
 
 def table_digest(data: bytes) -> str:
     """The digest of what pytest takes from a ``pyproject.toml``: its ``tool.pytest``
     table (JSON with sorted keys), or :data:`UNPARSED`."""
     import json
-
-    import xxhash
 
     if sys.version_info >= (3, 11):
         import tomllib
@@ -88,4 +159,36 @@ def table_digest(data: bytes) -> str:
         text = json.dumps(table, sort_keys=True, default=repr)
     except (ValueError, AttributeError, TypeError):  # TOMLDecodeError is a ValueError
         return UNPARSED
-    return "tool.pytest:" + xxhash.xxh3_128_hexdigest(text.encode())
+    return PYTEST_TABLE + _xxh(text)
+
+
+def entry_points_digest(data: bytes) -> str:
+    """The digest of the entry points ``importlib.metadata`` parses out of an
+    ``entry_points.txt`` (its ``Sectioned.section_pairs``): each line stripped; blank
+    lines and ``#`` comments skipped; ``[group]`` starts a group; any other line in a
+    group is ``name = value``, split at the first ``=``, both stripped; lines before the
+    first group are ignored. The digest is of the ``(group, name, value)`` triples in
+    order, or :data:`UNPARSED` for what a parser of another version could read
+    otherwise: text that is not UTF-8, a line with no ``=``, a ``;`` comment."""
+    import json
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return UNPARSED
+    group = None
+    triples = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            group = line.strip("[]")
+            continue
+        if line.startswith(";") or "=" not in line:
+            return UNPARSED
+        if group is None:
+            continue
+        name, value = line.split("=", 1)
+        triples.append([group, name.strip(), value.strip()])
+    return ENTRY_POINTS + _xxh(json.dumps(triples))
