@@ -24,7 +24,7 @@ from memotest import keys as keymod
 from memotest import plugins, schedule
 from memotest.config import Project
 from memotest.errors import UsageError
-from memotest.fingerprint import FileStates
+from memotest.fingerprint import FileStates, Fingerprint
 from memotest.jobserver import Jobserver
 from memotest.model import Target, Trace
 from memotest.plan import Fresh, Stale, plan
@@ -32,7 +32,7 @@ from memotest.plugins import Config
 from memotest.report import Summary, TargetResult
 from memotest.runner import Outcome, Runner
 from memotest.store import STORE_DIR, Record, Store
-from memotest.validate import Ignore, make_record
+from memotest.validate import Ignore, make_record, snapshot
 
 FLAKY_ATTEMPTS = 3
 
@@ -109,6 +109,8 @@ class Build:
         self.runner = Runner(warm=options.warm)
         self.store_dir = str(project.root / STORE_DIR)
         self.ignore = Ignore(self.settings.ignore, str(project.root), [self.store_dir])
+        #: Per target about to run: the files its last run rewrote, as they were before.
+        self.before: dict[str, dict[str, Fingerprint]] = {}
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -202,6 +204,7 @@ class Build:
                             break
                         asked = 0
                     ready.pop(0)
+                    self.before[t.name] = snapshot(records.get(t.name), self.states)
                     running[pool.submit(self.execute, t)] = t
                 if running:
                     plugins.call(
@@ -339,6 +342,8 @@ class Build:
             edge = next(e for e in found if n in (e.before, e.after))
             other = edge.after if n == edge.before else edge.before
             t = by_name[n]
+            last = self.store.records([n]).get(n) if self.store is not None else None
+            self.before[n] = snapshot(last, self.states)
             result, _ = self.record(t, self.execute(t), None)
             result.reason = f"re-run alone: ran alongside {other}, conflict on {edge.path}"
             summary.results = [r for r in summary.results if r.name != n]
@@ -387,6 +392,7 @@ class Build:
         """Stores the outcome of a run (unless --no-cache); returns its result line and
         what it read and wrote, for the hazard check."""
         reason = verdict.reason if isinstance(verdict, Stale) else None
+        before = self.before.pop(target.name, None)
         result = TargetResult(
             target.name,
             outcome.status,
@@ -414,6 +420,7 @@ class Build:
             store=self.store,
             ignore=self.ignore,
             root=self.project.root,
+            before=before,
         )
         self.store.put(rec)
         if not rec.cacheable and outcome.status == "passed":

@@ -20,7 +20,7 @@ from memotest.config import Settings
 from memotest.model import Target
 
 #: Bumped when what a record means changes; records of another recorder are stale.
-RECORDER = f"memotest-{__version__}/1"
+RECORDER = f"memotest-{__version__}/2"
 
 
 @dataclass(frozen=True)

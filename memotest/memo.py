@@ -21,7 +21,7 @@ from memotest.model import Target
 from memotest.plan import Fresh, plan
 from memotest.runner import Runner
 from memotest.store import Store
-from memotest.validate import make_record
+from memotest.validate import make_record, snapshot
 
 LOCK_TIMEOUT = 600.0
 
@@ -75,6 +75,7 @@ def run_memoized(
             store.restore_outputs(rec.outputs, target.cwd)
             log = store.read_blob(rec.log_digest) if rec.log_digest else b""
             return MemoResult(target.name, rec.status, rec.exit_code, True, log, rec.duration)
+    before = snapshot(getattr(verdict, "record", None), states)
     env = keymod.run_environ(target, settings, environ)
     env.update(unkeyed_env or {})
     outcome = Runner().run(target, env, tee=tee)
@@ -99,6 +100,7 @@ def run_memoized(
             store=store,
             ignore=settings.ignore,
             root=root,
+            before=before,
         )
         store.put(rec)
         store.gc_if_due()

@@ -17,7 +17,8 @@ Schema (``SCHEMA_VERSION``)::
         verified_ns, UNIQUE(path_id, kind, digest))
     records(name TEXT PRIMARY KEY, recorder, def_hash, definition JSON, env_hash, env JSON,
             status, exit_code, duration, started_ns, finished_ns, cacheable,
-            uncacheable_reason, n_inputs, inputs BLOB, writes BLOB, log_digest, outputs JSON)
+            uncacheable_reason, n_inputs, inputs BLOB, writes BLOB, log_digest, outputs JSON,
+            rewritten BLOB)
 
 A record's ``inputs`` is a zlib-compressed array of ``fps.id`` (uint32, little endian,
 sorted): records share their fingerprints, so 1,000 records of 2,000 inputs each cost a few
@@ -75,7 +76,7 @@ __all__ = [
 #: The folder, beside the targets file, that holds the store.
 STORE_DIR = ".memotest"
 #: Bumped when the database layout changes; a store of another version is emptied.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: The statuses a record can have; only ``passed`` results are reused.
 STATUSES = ("passed", "failed", "timeout", "error")
 
@@ -122,7 +123,9 @@ class Record:
     ``status`` is one of :data:`STATUSES`. ``cacheable`` is False when the trace could not
     prove the result reusable; ``uncacheable_reason`` says why. ``inputs`` are the
     fingerprints that must all hold for a hit. ``writes`` are the paths the target wrote or
-    deleted (sorted), for the scheduler's conflict checks. ``log_digest`` and ``outputs``
+    deleted (sorted), for the scheduler's conflict checks; ``rewritten`` those of them it had
+    read before (``validate.py``: the next run compares them with what they were before it).
+    ``log_digest`` and ``outputs``
     (declared output path -> digest) name CAS blobs, which must be stored before the record.
     ``recorder`` is the version that made the record; another version's records are stale.
     """
@@ -143,6 +146,7 @@ class Record:
     writes: list[str] = field(default_factory=list)
     log_digest: str | None = None
     outputs: dict[str, str] = field(default_factory=dict)
+    rewritten: list[str] = field(default_factory=list)
     recorder: str = field(default_factory=default_recorder)
 
     def __post_init__(self) -> None:
@@ -296,13 +300,15 @@ CREATE TABLE IF NOT EXISTS records(
     inputs BLOB NOT NULL,
     writes BLOB NOT NULL,
     log_digest TEXT,
-    outputs TEXT NOT NULL
+    outputs TEXT NOT NULL,
+    rewritten BLOB NOT NULL
 );
 """
 
 _RECORD_COLUMNS = (
     "name, recorder, def_hash, definition, env_hash, env, status, exit_code, duration, "
-    "started_ns, finished_ns, cacheable, uncacheable_reason, inputs, writes, log_digest, outputs"
+    "started_ns, finished_ns, cacheable, uncacheable_reason, inputs, writes, log_digest, outputs, "
+    "rewritten"
 )
 
 _FP_SELECT = (
@@ -542,6 +548,7 @@ class Store:
                 writes=_decode_paths(r[14]),
                 log_digest=r[15],
                 outputs=json.loads(r[16]),
+                rewritten=_decode_paths(r[17]),
             )
         return out
 
@@ -606,7 +613,7 @@ class Store:
                     ids.append(fid)
                 conn.execute(
                     f"INSERT OR REPLACE INTO records({_RECORD_COLUMNS}, n_inputs) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         record.name,
                         record.recorder,
@@ -625,6 +632,7 @@ class Store:
                         _encode_paths(sorted(set(record.writes))),
                         record.log_digest,
                         json.dumps(record.outputs, sort_keys=True, default=str),
+                        _encode_paths(sorted(set(record.rewritten))),
                         len(set(ids)),
                     ),
                 )

@@ -7,6 +7,14 @@ already dropped by the tracer), the store, the target's private TMPDIR, or match
 ``ignore`` pattern. A result is not reusable when the trace is incomplete, when the target
 talked to a non-loopback address, deleted a file it did not create, or when an input
 changed while the target ran (its mtime is not older than the run's start).
+
+A file the target read and then wrote (*rewritten*: a counter, a cache it refreshes, a
+database opened read-write) is an input the run itself changed: its next run reads what
+this one wrote. The result is reusable only when the file is as it was before the run,
+which memotest can tell only if it fingerprinted the file then: it does so before each run
+for the files the target's last record says it rewrote. So the first run that rewrites a
+file is never reused; the next, if it leaves the file as it found it (a cache written
+again with the same content), is, with the file as an input.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ import ipaddress
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -38,6 +46,8 @@ class Observations:
 
     inputs: list[tuple[str, Kind]] = field(default_factory=list)
     writes: list[str] = field(default_factory=list)
+    #: Files read (or executed, or loaded) before the target wrote them.
+    rewritten: list[str] = field(default_factory=list)
     uncacheable: list[str] = field(default_factory=list)
 
     @property
@@ -145,17 +155,19 @@ def observe(trace: Trace, ignore: Ignore, *, allow_network: bool = False) -> Obs
             why.append(f"connected to a non-loopback address: {remote[0]}")
     written = trace.writes | trace.deleted
     obs.writes = sorted(p for p in written if not ignore(p))
+    seen = trace.reads | trace.execs | trace.loaded  # each before the tree changed it
+    obs.rewritten = sorted(p for p in seen & trace.writes if not ignore(p))
     # The shim records a deletion only when it succeeded: the path existed before.
     foreign = sorted(p for p in trace.deleted - trace.writes if not ignore(p))
     if foreign:
         why.append(f"deleted a file it did not create: {foreign[0]}")
 
-    seen: set[tuple[str, Kind]] = set()
+    added: set[tuple[str, Kind]] = set()
 
     def add(path: str, kind: Kind) -> None:
-        if ignore(path) or (path, kind) in seen:
+        if ignore(path) or (path, kind) in added:
             return
-        seen.add((path, kind))
+        added.add((path, kind))
         obs.inputs.append((path, kind))
 
     for path in trace.missing:
@@ -246,9 +258,12 @@ def make_record(
     store: Store,
     ignore: Sequence[str] | Ignore,
     root: Path,
+    before: Mapping[str, Fingerprint] | None = None,
 ) -> Record:
     """The record of a finished run: its inputs fingerprinted right after the run, its
-    log and declared outputs put into the store's CAS, and whether it may be reused."""
+    log and declared outputs put into the store's CAS, and whether it may be reused.
+    ``before``: the files the target's last record rewrote, fingerprinted before this run
+    (:func:`snapshot`)."""
     assert outcome.trace is not None
     trace = outcome.trace
     if not isinstance(ignore, Ignore):
@@ -287,6 +302,12 @@ def make_record(
         if change:
             why.append(change)
         inputs.append(fp)
+    for path in obs.rewritten:
+        held = rewritten_as_before(path, states, before or {})
+        if isinstance(held, str):
+            why.append(held)
+        else:
+            inputs.append(held)
     if trace.code:
         inputs = by_code(inputs, trace, states, store)
     if trace.listings:
@@ -327,7 +348,43 @@ def make_record(
         writes=obs.writes,
         log_digest=store.put_blob(outcome.log),
         outputs=outputs,
+        rewritten=obs.rewritten,
     )
+
+
+def snapshot(record: Record | None, states: FileStates) -> dict[str, Fingerprint]:
+    """Before a run: the fingerprints of the files the target's last run read and then
+    wrote, so that :func:`make_record` can tell whether this run left them as they were."""
+    out: dict[str, Fingerprint] = {}
+    for path in record.rewritten if record is not None else ():
+        try:
+            out[path] = states.fingerprint(path, Kind.FILE, fresh=True)
+        except OSError:
+            continue  # unreadable now: the run cannot be shown to leave it as it was
+    return out
+
+
+def rewritten_as_before(
+    path: str, states: FileStates, before: Mapping[str, Fingerprint]
+) -> Fingerprint | str:
+    """A file the run read and then wrote: its fingerprint (an input) if it is as it was
+    before the run, else why the result may not be reused."""
+    was = before.get(path)
+    if was is None:
+        return (
+            f"{path} was read and then written by the target: its next run reads what "
+            "this one wrote (if that run leaves it as it found it, the result is kept)"
+        )
+    try:
+        now = states.fingerprint(path, Kind.FILE, fresh=True)
+    except OSError as exc:
+        return f"cannot fingerprint {path}: {exc.strerror or exc}"
+    if (now.kind, now.digest) != (was.kind, was.digest):
+        return (
+            f"{path} was read and then changed by the target: its next run reads what "
+            "this one wrote"
+        )
+    return now
 
 
 def by_code(

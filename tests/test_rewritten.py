@@ -1,0 +1,116 @@
+"""Files a target reads and then writes (``validate.py``: *rewritten*): a counter, a cache
+refreshed in place, a database opened read-write. Real builds, the real shim."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+import textwrap
+from pathlib import Path
+
+from conftest import memotest
+from test_build import build, project, statuses
+
+from memotest.store import Store
+
+COUNTER = """
+[targets.bump]
+command = ["sh", "-c", "n=$(cat counter); echo $((n + 1)) > counter; echo saw $n; test $n -lt 3"]
+
+[targets.other]
+command = ["cat", "data"]
+"""
+
+
+def test_a_target_that_rewrites_what_it_read_is_not_reused(tmp_path):
+    """Each run of ``bump`` sees what the last one wrote: the third sees 3 and fails.
+    Replaying the first result would hide that."""
+    root = project(tmp_path, COUNTER, {"counter": "1\n", "data": "x\n"})
+    code, out, data = build(root, "-v")
+    assert code == 0, out
+    assert statuses(data) == {"bump": "passed", "other": "passed"}
+    assert "counter was read and then written by the target" in out, out
+    _, out, data = build(root, "-v")
+    assert statuses(data) == {"bump": "passed", "other": "cached"}
+    assert "counter was read and then changed by the target" in out, out
+    code, out, data = build(root, "-v")
+    assert code == 1, out
+    assert statuses(data)["bump"] == "failed"
+    assert "saw 3" in out
+    with Store.open(root, lock=False) as store:
+        rec = store.records(["bump"])["bump"]
+    assert rec.rewritten == [str(root / "counter")]
+    assert not rec.cacheable
+
+
+REFRESH = """
+[targets.refresh]
+command = ["sh", "-c", "x=$(cat cache); echo \\"$x\\" > cache; echo saw $x"]
+"""
+
+
+def test_a_file_rewritten_as_it_was_is_an_input_from_the_second_run(tmp_path):
+    root = project(tmp_path, REFRESH, {"cache": "same\n"})
+    _, out, data = build(root, "-v")
+    assert statuses(data) == {"refresh": "passed"}
+    assert "not cached: " in out and "cache was read and then written" in out, out
+    # This run is fingerprinted before and after: it left the file as it found it.
+    _, out, data = build(root, "-v")
+    assert statuses(data) == {"refresh": "passed"}
+    assert "not cached" not in out, out
+    _, out, data = build(root, "-v")
+    assert statuses(data) == {"refresh": "cached"}
+    (root / "cache").write_text("other\n")
+    _, out, data = build(root, "-v")
+    assert statuses(data) == {"refresh": "passed"}
+    assert "content changed" in out, out
+    assert "saw other" in memotest("show", "--log", "refresh", cwd=root).stdout.decode()
+
+
+DATABASE = f"""
+[targets.db]
+command = ["{sys.executable}", "use_db.py"]
+"""
+
+USE_DB = """
+import sqlite3
+
+con = sqlite3.connect("app.db")
+con.execute("CREATE TABLE IF NOT EXISTS runs (n INTEGER)")
+seen = con.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+con.execute("INSERT INTO runs VALUES (1)")
+con.commit()
+print("runs before this one:", seen)
+assert seen < 2
+"""
+
+
+def test_a_database_opened_read_write_is_never_replayed_while_it_changes(tmp_path):
+    root = project(tmp_path, DATABASE, {"use_db.py": USE_DB})
+    con = sqlite3.connect(root / "app.db")
+    con.execute("CREATE TABLE runs (n INTEGER)")
+    con.commit()
+    con.close()
+    for expected in ("passed", "passed", "failed"):
+        _, out, data = build(root, "-v")
+        assert statuses(data) == {"db": expected}, out
+
+
+def test_explain_says_why_a_rewriting_target_runs(tmp_path):
+    root = project(tmp_path, COUNTER, {"counter": "1\n", "data": "x\n"})
+    build(root)
+    out = memotest("explain", "bump", cwd=root).stdout.decode()
+    assert "counter was read and then written by the target" in out, out
+
+
+def test_appending_to_a_file_it_does_not_read_keeps_the_result(tmp_path):
+    toml = textwrap.dedent(
+        """
+        [targets.log]
+        command = ["sh", "-c", "echo line >> build.log; cat data"]
+        """
+    )
+    root = project(tmp_path, toml, {"data": "x\n"})
+    assert statuses(build(root)[2]) == {"log": "passed"}
+    assert statuses(build(root)[2]) == {"log": "cached"}
+    assert Path(root / "build.log").read_text() == "line\n"
