@@ -24,7 +24,7 @@ from memotest import keys as keymod
 from memotest import plugins, schedule
 from memotest.config import Project
 from memotest.errors import UsageError
-from memotest.fingerprint import FileStates, Fingerprint
+from memotest.fingerprint import FileStates
 from memotest.jobserver import Jobserver
 from memotest.model import Target, Trace
 from memotest.plan import Fresh, Stale, plan
@@ -32,7 +32,7 @@ from memotest.plugins import Config
 from memotest.report import Summary, TargetResult
 from memotest.runner import Outcome, Runner
 from memotest.store import STORE_DIR, Record, Store
-from memotest.validate import Ignore, make_record, snapshot
+from memotest.validate import Before, Ignore, make_record, snapshot
 
 FLAKY_ATTEMPTS = 3
 
@@ -110,7 +110,7 @@ class Build:
         self.store_dir = str(project.root / STORE_DIR)
         self.ignore = Ignore(self.settings.ignore, str(project.root), [self.store_dir])
         #: Per target about to run: the files its last run rewrote, as they were before.
-        self.before: dict[str, dict[str, Fingerprint]] = {}
+        self.before: dict[str, dict[str, Before]] = {}
 
     # -- the loop ------------------------------------------------------------------------
 

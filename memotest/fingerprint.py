@@ -771,6 +771,8 @@ def describe_change(
         if now == sections.UNPARSED:
             if recorded.digest.startswith(sections.ENTRY_POINTS):
                 return "no longer parses as entry points"
+            if recorded.digest.startswith(sections.GZIP_DATA):
+                return "is no longer a gzip file"
             return "no longer parses as TOML (pytest reads its [tool.pytest] table)"
         return f"{sections.section_phrase(recorded.digest)} changed"
     if kind is Kind.ENTRIES:

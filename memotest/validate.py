@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 import xxhash
 
@@ -155,8 +156,12 @@ def observe(trace: Trace, ignore: Ignore, *, allow_network: bool = False) -> Obs
             why.append(f"connected to a non-loopback address: {remote[0]}")
     written = trace.writes | trace.deleted
     obs.writes = sorted(p for p in written if not ignore(p))
-    seen = trace.reads | trace.execs | trace.loaded  # each before the tree changed it
-    obs.rewritten = sorted(p for p in seen & trace.writes if not ignore(p))
+    # Each seen before the tree changed it; a file an open created (``N``: absent before)
+    # was not there to be read: the shim notes the read of an ``O_RDWR|O_CREAT`` open too.
+    seen = trace.reads | trace.execs | trace.loaded
+    obs.rewritten = sorted(
+        p for p in seen & trace.writes if trace.first_change.get(p) != "N" and not ignore(p)
+    )
     # The shim records a deletion only when it succeeded: the path existed before.
     foreign = sorted(p for p in trace.deleted - trace.writes if not ignore(p))
     if foreign:
@@ -258,7 +263,7 @@ def make_record(
     store: Store,
     ignore: Sequence[str] | Ignore,
     root: Path,
-    before: Mapping[str, Fingerprint] | None = None,
+    before: Mapping[str, Before] | None = None,
 ) -> Record:
     """The record of a finished run: its inputs fingerprinted right after the run, its
     log and declared outputs put into the store's CAS, and whether it may be reused.
@@ -303,7 +308,7 @@ def make_record(
             why.append(change)
         inputs.append(fp)
     for path in obs.rewritten:
-        held = rewritten_as_before(path, states, before or {})
+        held = rewritten_as_before(path, states, before or {}, trace)
         if isinstance(held, str):
             why.append(held)
         else:
@@ -352,23 +357,37 @@ def make_record(
     )
 
 
-def snapshot(record: Record | None, states: FileStates) -> dict[str, Fingerprint]:
-    """Before a run: the fingerprints of the files the target's last run read and then
-    wrote, so that :func:`make_record` can tell whether this run left them as they were."""
-    out: dict[str, Fingerprint] = {}
+class Before(NamedTuple):
+    """A file as it was before a run: its fingerprint, and for a file whose reader may take
+    only a part of it (``tracer/sections.py``: a ``*.gz``), the digest of that part."""
+
+    fp: Fingerprint
+    part: str | None = None
+
+
+def snapshot(record: Record | None, states: FileStates) -> dict[str, Before]:
+    """Before a run: the files the target's last run read and then wrote, so that
+    :func:`make_record` can tell whether this run left them as they were."""
+    out: dict[str, Before] = {}
     for path in record.rewritten if record is not None else ():
         try:
-            out[path] = states.fingerprint(path, Kind.FILE, fresh=True)
+            fp = states.fingerprint(path, Kind.FILE, fresh=True)
+            part = None
+            if fp.kind is Kind.FILE and path.endswith(sections.GZIP_SUFFIX):
+                with open(path, "rb") as f:
+                    part = sections.section_digest(path, f.read())
         except OSError:
             continue  # unreadable now: the run cannot be shown to leave it as it was
+        out[path] = Before(fp, part)
     return out
 
 
 def rewritten_as_before(
-    path: str, states: FileStates, before: Mapping[str, Fingerprint]
+    path: str, states: FileStates, before: Mapping[str, Before], trace: Trace
 ) -> Fingerprint | str:
     """A file the run read and then wrote: its fingerprint (an input) if it is as it was
-    before the run, else why the result may not be reused."""
+    before the run (or, if only a reader that takes a part of it read it, that part is),
+    else why the result may not be reused."""
     was = before.get(path)
     if was is None:
         return (
@@ -379,12 +398,26 @@ def rewritten_as_before(
         now = states.fingerprint(path, Kind.FILE, fresh=True)
     except OSError as exc:
         return f"cannot fingerprint {path}: {exc.strerror or exc}"
-    if (now.kind, now.digest) != (was.kind, was.digest):
-        return (
-            f"{path} was read and then changed by the target: its next run reads what "
-            "this one wrote"
-        )
-    return now
+    if (now.kind, now.digest) == (was.fp.kind, was.fp.digest):
+        return now
+    if (
+        was.part not in (None, sections.UNPARSED)
+        and trace.sections
+        and path in trace.sections
+        and path not in trace.py_elsewhere
+    ):
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            data = None
+        if (
+            data is not None
+            and sections.section_digest(path, data) == was.part
+            and xxhash.xxh3_128_hexdigest(data) == now.digest
+        ):
+            return now  # by_section makes it a SECTION input: the part its reader took
+    return f"{path} was read and then changed by the target: its next run reads what this one wrote"
 
 
 def by_code(

@@ -114,3 +114,27 @@ def test_appending_to_a_file_it_does_not_read_keeps_the_result(tmp_path):
     assert statuses(build(root)[2]) == {"log": "passed"}
     assert statuses(build(root)[2]) == {"log": "cached"}
     assert Path(root / "build.log").read_text() == "line\n"
+
+
+ATOMIC = f"""
+[targets.atomic]
+command = ["{sys.executable}", "atomic.py"]
+"""
+
+WRITE_ATOMICALLY = """
+import os
+import tempfile
+
+fd, tmp = tempfile.mkstemp(dir=".")  # O_RDWR|O_CREAT|O_EXCL: nothing there to read
+os.write(fd, b"table")
+os.close(fd)
+os.replace(tmp, "table.bin")
+"""
+
+
+def test_a_file_created_read_write_was_not_read_before(tmp_path):
+    root = project(tmp_path, ATOMIC, {"atomic.py": WRITE_ATOMICALLY})
+    _, out, data = build(root, "-v")
+    assert statuses(data) == {"atomic": "passed"}
+    assert "not cached" not in out, out
+    assert statuses(build(root)[2]) == {"atomic": "cached"}

@@ -223,3 +223,97 @@ def test_the_digest_of_entry_points():
     assert sections.entry_points_digest(b"\xff\xfe") == sections.UNPARSED
     assert sections.section_digest("/x/entry_points.txt", ENTRY_POINTS.encode()) == base
     assert sections.section_digest("/x/pyproject.toml", PYPROJECT.encode()).startswith("tool.")
+
+
+# -- gzip files -------------------------------------------------------------------------
+
+GZ = "tests/table.json.gz"
+
+
+def gz_bytes(payload: bytes, name: str) -> bytes:
+    import gzip
+    import io
+
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename=name, mode="wb", fileobj=buf, mtime=1) as f:
+        f.write(payload)
+    return buf.getvalue()
+
+
+READS_GZ = """
+    import gzip
+    import pathlib
+
+    def test_a():
+        path = pathlib.Path(__file__).parent / "table.json.gz"
+        with gzip.open(path) as f:
+            assert f.read() == b"[1, 2]"
+"""
+
+
+def test_a_gzip_file_read_through_gzip_holds_by_its_data(tmp_path):
+    proj = project(tmp_path, READS_GZ)
+    (proj / GZ).write_bytes(gz_bytes(b"[1, 2]", "tmpabc"))
+    assert built(proj) == {A: "passed", B: "passed"}
+    assert kind(proj, A, GZ) == "section"
+    # The same data under another name in the header: what hypothesis's rewrites change.
+    (proj / GZ).write_bytes(gz_bytes(b"[1, 2]", "tmpxyz"))
+    assert built(proj) == {A: "cached", B: "cached"}
+    (proj / GZ).write_bytes(gz_bytes(b"[1, 3]", "tmpxyz"))
+    explain = memotest("explain", A, cwd=proj).stdout.decode()
+    assert "table.json.gz: its gzip data changed" in explain, explain
+    assert built(proj) == {A: "failed", B: "cached"}
+
+
+def test_a_gzip_file_read_raw_is_whole(tmp_path):
+    test_a = """
+        import pathlib
+
+        def test_a():
+            path = pathlib.Path(__file__).parent / "table.json.gz"
+            assert b"tmpabc" in path.read_bytes()
+    """
+    proj = project(tmp_path, test_a)
+    (proj / GZ).write_bytes(gz_bytes(b"[1, 2]", "tmpabc"))
+    assert built(proj) == {A: "passed", B: "passed"}
+    assert kind(proj, A, GZ) == "file"
+    (proj / GZ).write_bytes(gz_bytes(b"[1, 2]", "tmpxyz"))
+    assert built(proj) == {A: "failed", B: "cached"}
+
+
+REWRITES_GZ = """
+    import gzip
+    import os
+    import pathlib
+    import tempfile
+
+    def test_a():
+        path = pathlib.Path(__file__).parent.parent / "data" / "table.json.gz"
+        with gzip.open(path) as f:
+            data = f.read()
+        fd, tmp = tempfile.mkstemp(dir=path.parent)  # hypothesis's way: a random name
+        os.close(fd)
+        with gzip.GzipFile(tmp, "wb", mtime=1) as f:
+            f.write(data)
+        os.replace(tmp, path)
+"""
+
+
+def test_a_gzip_file_rewritten_with_the_same_data_is_kept(tmp_path):
+    proj = project(tmp_path, REWRITES_GZ)
+    data = "data/table.json.gz"  # not in tests/, which test_b lists
+    (proj / data).parent.mkdir()
+    (proj / data).write_bytes(gz_bytes(b"[1, 2]", "tmpabc"))
+    assert built(proj) == {A: "passed", B: "passed"}  # no fingerprint before this run
+    assert built(proj) == {A: "passed", B: "cached"}  # left as found: kept
+    assert built(proj) == {A: "cached", B: "cached"}
+    assert kind(proj, A, data) == "section"
+
+
+def test_the_digest_of_gzip_data():
+    base = sections.gzip_digest(gz_bytes(b"x", "a"))
+    assert base.startswith("gzip:")
+    assert sections.gzip_digest(gz_bytes(b"x", "another-name")) == base
+    assert sections.gzip_digest(gz_bytes(b"y", "a")) != base
+    assert sections.gzip_digest(b"not gzip at all") == sections.UNPARSED
+    assert sections.gzip_digest(gz_bytes(b"x", "a")[:11]) == sections.UNPARSED  # no NUL

@@ -75,8 +75,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--whole-files",
         action="store_true",
         help="fingerprint every Python file whole, every listed folder by all its entries, "
-        "pyproject.toml and entry_points.txt whole: not by the code, the entries, the table "
-        "and the entry points a forked pytest run used",
+        "pyproject.toml, entry_points.txt and *.gz files whole: not by the code, the entries, "
+        "the table, the entry points and the gzip data a forked pytest run used",
     )
     plugins.call("memotest_addoption", parser=p)
     p.set_defaults(run=run)

@@ -22,7 +22,7 @@ from memotest.tracer.procwatch import Seen
 PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
 ABSENT_ERRNOS = {str(errno.ENOENT), str(errno.ENOTDIR)}
 #: The files whose reads by other processes ``Trace.py_elsewhere`` notes.
-ELSEWHERE = (".py", "/pyproject.toml", "/entry_points.txt")
+ELSEWHERE = (".py", "/pyproject.toml", "/entry_points.txt", ".gz")
 
 
 def is_pseudo(path: str) -> bool:

@@ -1,6 +1,6 @@
 """Files read only by one reader, for what it parses out of them: that part.
 
-Two files are read by every test of a project, but only for a part of them:
+Some files are read by every test of a project, but only for a part of them:
 
 - **``pyproject.toml``**: pytest reads the one of the folders it searches for its
   configuration, and uses only ``[tool.pytest]`` and ``[tool.pytest.ini_options]``. A
@@ -10,8 +10,13 @@ Two files are read by every test of a project, but only for a part of them:
   whenever pytest, stevedore or any plugin loader asks a distribution for its entry points,
   and keeps only the ``name = value`` lines of each ``[group]``. Tools that write it (pbr,
   setuptools) change its blank lines and comments from one release to the next.
+- **a gzip file** (``*.gz``) read through Python's ``gzip`` module, which shows its
+  reader the data and the header's time, never the header's file name. Hypothesis
+  rewrites its Unicode tables (``.hypothesis/unicode_data/*/codec-*.json.gz``) at every
+  run, the same data under the random name of the temporary file it wrote first.
 
-As whole-file inputs, either re-ran every test of the project.
+As whole-file inputs, the first two re-ran every test of the project; the third made
+every test that draws text re-run every other one.
 
 In a run forked from a warm worker, an audit hook sees every ``open`` made through
 Python and who made it. Such a file that only its reader opened, in the run's own process
@@ -23,7 +28,9 @@ parses out of it (``Kind.SECTION``):
 - an ``entry_points.txt`` opened by ``Distribution.read_text`` called from
   ``Distribution.entry_points`` (``importlib.metadata``, or the ``importlib_metadata``
   backport), by its ``(group, name, value)`` triples in order, as that parser makes them.
-  Test code that reads the text itself (``read_text`` directly, ``open``) keeps it whole.
+  Test code that reads the text itself (``read_text`` directly, ``open``) keeps it whole;
+- a ``*.gz`` file opened by ``gzip.GzipFile``, by its bytes less the header's file name
+  (``FNAME``) and header checksum (``FHCRC``), which ``gzip`` reads past and shows nobody.
 
 A file that no longer parses, or whose part changed in any way, runs the target again.
 
@@ -77,16 +84,27 @@ def entry_points_opened(frame):
     return False
 
 
+def gzip_opened(frame):
+    """Whether ``gzip.GzipFile`` made this open (``frame``: the opener's)."""
+    return (
+        frame is not None
+        and frame.f_code.co_filename.endswith("/gzip.py")
+        and frame.f_code.co_name == "__init__"
+    )
+
+
 #: The file names, and who must have opened such a file for it to be read for a part.
 SECTION_READERS = {
     "pyproject.toml": pytest_config_opened,
     "entry_points.txt": entry_points_opened,
 }
-SECTION_SUFFIXES = tuple(SECTION_READERS)
+GZIP_SUFFIX = ".gz"
+SECTION_SUFFIXES = (*SECTION_READERS, GZIP_SUFFIX)
 
 
 def on_open(event, args):
-    """The audit hook: who opened a ``pyproject.toml`` or an ``entry_points.txt``."""
+    """The audit hook: who opened a ``pyproject.toml``, an ``entry_points.txt``, a
+    ``*.gz``."""
     if event != "open" or not args:
         return
     path = args[0]
@@ -95,7 +113,8 @@ def on_open(event, args):
     if not isinstance(path, str) or not path.endswith(SECTION_SUFFIXES):
         return
     where = os.path.normpath(os.path.join(os.getcwd(), path))
-    reader = SECTION_READERS.get(os.path.basename(where))
+    name = os.path.basename(where)
+    reader = SECTION_READERS.get(name) or (gzip_opened if name.endswith(GZIP_SUFFIX) else None)
     if reader is None:
         return
     ours = reader(sys._getframe(1))
@@ -118,6 +137,7 @@ UNPARSED = "unparsed"
 #: The digests' prefixes: which part of which file a ``SECTION`` input holds by.
 PYTEST_TABLE = "tool.pytest:"
 ENTRY_POINTS = "entry-points:"
+GZIP_DATA = "gzip:"
 
 
 def section_digest(path: str, data: bytes) -> str:
@@ -128,6 +148,8 @@ def section_digest(path: str, data: bytes) -> str:
         return table_digest(data)
     if name == "entry_points.txt":
         return entry_points_digest(data)
+    if name.endswith(GZIP_SUFFIX):
+        return gzip_digest(data)
     return UNPARSED
 
 
@@ -135,6 +157,8 @@ def section_phrase(digest: str) -> str:
     """What a ``SECTION`` input holds by, for ``explain``."""
     if digest.startswith(ENTRY_POINTS):
         return "its entry points"
+    if digest.startswith(GZIP_DATA):
+        return "its gzip data"
     return "its [tool.pytest] table"
 
 
@@ -192,3 +216,45 @@ def entry_points_digest(data: bytes) -> str:
         name, value = line.split("=", 1)
         triples.append([group, name.strip(), value.strip()])
     return ENTRY_POINTS + _xxh(json.dumps(triples))
+
+
+#: gzip header flags (RFC 1952).
+_FHCRC, _FEXTRA, _FNAME, _FCOMMENT = 2, 4, 8, 16
+
+
+def gzip_digest(data: bytes) -> str:
+    """The digest of what ``gzip.GzipFile`` shows of a gzip file: every byte but the
+    first member's header file name and header checksum (its flags cleared), or
+    :data:`UNPARSED` for what is not a gzip file with a well-formed first header."""
+    if len(data) < 10 or data[:3] != b"\x1f\x8b\x08":
+        return UNPARSED
+    flags = data[3]
+    pos = 10
+    kept = [data[:3], bytes([flags & ~(_FNAME | _FHCRC)]), data[4:10]]
+    if flags & _FEXTRA:
+        if len(data) < pos + 2:
+            return UNPARSED
+        end = pos + 2 + int.from_bytes(data[pos : pos + 2], "little")
+        if len(data) < end:
+            return UNPARSED
+        kept.append(data[pos:end])
+        pos = end
+    if flags & _FNAME:
+        end = data.find(b"\0", pos)
+        if end < 0:
+            return UNPARSED
+        pos = end + 1
+    if flags & _FCOMMENT:
+        end = data.find(b"\0", pos)
+        if end < 0:
+            return UNPARSED
+        kept.append(data[pos : end + 1])
+        pos = end + 1
+    if flags & _FHCRC:
+        pos += 2
+    if len(data) < pos:
+        return UNPARSED
+    kept.append(data[pos:])
+    import xxhash
+
+    return GZIP_DATA + xxhash.xxh3_128_hexdigest(b"".join(kept))
