@@ -251,10 +251,17 @@ READS_GZ = """
 """
 
 
-def test_a_gzip_file_read_through_gzip_holds_by_its_data(tmp_path):
-    proj = project(tmp_path, READS_GZ)
+def gz_project(tmp_path: Path, test_a: str) -> Path:
+    """A project whose ``tests/table.json.gz`` holds ``[1, 2]`` under the name ``tmpabc``,
+    built once."""
+    proj = project(tmp_path, test_a)
     (proj / GZ).write_bytes(gz_bytes(b"[1, 2]", "tmpabc"))
     assert built(proj) == {A: "passed", B: "passed"}
+    return proj
+
+
+def test_a_gzip_file_read_through_gzip_holds_by_its_data(tmp_path):
+    proj = gz_project(tmp_path, READS_GZ)
     assert kind(proj, A, GZ) == "section"
     # The same data under another name in the header: what hypothesis's rewrites change.
     (proj / GZ).write_bytes(gz_bytes(b"[1, 2]", "tmpxyz"))
@@ -273,9 +280,7 @@ def test_a_gzip_file_read_raw_is_whole(tmp_path):
             path = pathlib.Path(__file__).parent / "table.json.gz"
             assert b"tmpabc" in path.read_bytes()
     """
-    proj = project(tmp_path, test_a)
-    (proj / GZ).write_bytes(gz_bytes(b"[1, 2]", "tmpabc"))
-    assert built(proj) == {A: "passed", B: "passed"}
+    proj = gz_project(tmp_path, test_a)
     assert kind(proj, A, GZ) == "file"
     (proj / GZ).write_bytes(gz_bytes(b"[1, 2]", "tmpxyz"))
     assert built(proj) == {A: "failed", B: "cached"}
