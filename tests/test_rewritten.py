@@ -125,15 +125,16 @@ WRITE_ATOMICALLY = """
 import os
 import tempfile
 
-fd, tmp = tempfile.mkstemp(dir=".")  # O_RDWR|O_CREAT|O_EXCL: nothing there to read
+# Not in ".": Python lists sys.path[0] at start-up, and a new entry there re-runs it.
+fd, tmp = tempfile.mkstemp(dir="out")  # O_RDWR|O_CREAT|O_EXCL: nothing there to read
 os.write(fd, b"table")
 os.close(fd)
-os.replace(tmp, "table.bin")
+os.replace(tmp, "out/table.bin")
 """
 
 
 def test_a_file_created_read_write_was_not_read_before(tmp_path):
-    root = project(tmp_path, ATOMIC, {"atomic.py": WRITE_ATOMICALLY})
+    root = project(tmp_path, ATOMIC, {"atomic.py": WRITE_ATOMICALLY, "out/.keep": ""})
     _, out, data = build(root, "-v")
     assert statuses(data) == {"atomic": "passed"}
     assert "not cached" not in out, out
