@@ -400,23 +400,10 @@ def rewritten_as_before(
         return f"cannot fingerprint {path}: {exc.strerror or exc}"
     if (now.kind, now.digest) == (was.fp.kind, was.fp.digest):
         return now
-    if (
-        was.part not in (None, sections.UNPARSED)
-        and trace.sections
-        and path in trace.sections
-        and path not in trace.py_elsewhere
-    ):
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError:
-            data = None
-        if (
-            data is not None
-            and sections.section_digest(path, data) == was.part
-            and xxhash.xxh3_128_hexdigest(data) == now.digest
-        ):
-            return now  # by_section makes it a SECTION input: the part its reader took
+    if was.part not in (None, sections.UNPARSED):
+        part = as_section(now, trace)
+        if part is not None and part.digest == was.part:
+            return part  # its reader takes only that part, and the run left it as it was
     return f"{path} was read and then changed by the target: its next run reads what this one wrote"
 
 
@@ -486,32 +473,33 @@ def by_entries(inputs: list[Fingerprint], trace: Trace, store: Store) -> list[Fi
 
 def by_section(inputs: list[Fingerprint], trace: Trace) -> list[Fingerprint]:
     """Turns the ``FILE`` inputs that only their reader read (a ``pyproject.toml`` by
-    pytest's configuration search, an ``entry_points.txt`` by ``importlib.metadata``:
-    ``tracer/sections.py``) into ``SECTION`` inputs: fingerprinted by the part of them
-    that reader takes."""
-    assert trace.sections is not None
-    out: list[Fingerprint] = []
-    for fp in inputs:
-        if (
-            fp.path not in trace.sections
-            or fp.kind is not Kind.FILE
-            or fp.link is not None
-            or fp.path in trace.py_elsewhere
-        ):
-            out.append(fp)
-            continue
-        try:
-            with open(fp.path, "rb") as f:
-                data = f.read()
-        except OSError:
-            out.append(fp)
-            continue
-        digest = sections.section_digest(fp.path, data)
-        if digest == sections.UNPARSED or xxhash.xxh3_128_hexdigest(data) != fp.digest:
-            out.append(fp)  # not what was fingerprinted, or memotest cannot parse it
-            continue
-        out.append(Fingerprint(fp.path, Kind.SECTION, digest, fp.sig, fp.verified_ns))
-    return out
+    pytest's configuration search, an ``entry_points.txt`` by ``importlib.metadata``, a
+    ``*.gz`` by ``gzip``: ``tracer/sections.py``) into ``SECTION`` inputs: fingerprinted
+    by the part of them that reader takes."""
+    return [as_section(fp, trace) or fp for fp in inputs]
+
+
+def as_section(fp: Fingerprint, trace: Trace) -> Fingerprint | None:
+    """``fp``, a ``FILE`` input, as a ``SECTION`` input if only its reader read it in the
+    run (``Trace.sections``, nobody else: ``Trace.py_elsewhere``) and memotest can parse
+    the file as it was fingerprinted; else None."""
+    if (
+        not trace.sections
+        or fp.path not in trace.sections
+        or fp.kind is not Kind.FILE
+        or fp.link is not None
+        or fp.path in trace.py_elsewhere
+    ):
+        return None
+    try:
+        with open(fp.path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    digest = sections.section_digest(fp.path, data)
+    if digest == sections.UNPARSED or xxhash.xxh3_128_hexdigest(data) != fp.digest:
+        return None  # not what was fingerprinted, or memotest cannot parse it
+    return Fingerprint(fp.path, Kind.SECTION, digest, fp.sig, fp.verified_ns)
 
 
 def _bytecode_of(path: str, sources: set[str]) -> bool:

@@ -162,10 +162,10 @@ def section_phrase(digest: str) -> str:
     return "its [tool.pytest] table"
 
 
-def _xxh(text: str) -> str:
+def _xxh(data: bytes) -> str:
     import xxhash
 
-    return xxhash.xxh3_128_hexdigest(text.encode())
+    return xxhash.xxh3_128_hexdigest(data)
 
 
 def table_digest(data: bytes) -> str:
@@ -183,7 +183,7 @@ def table_digest(data: bytes) -> str:
         text = json.dumps(table, sort_keys=True, default=repr)
     except (ValueError, AttributeError, TypeError):  # TOMLDecodeError is a ValueError
         return UNPARSED
-    return PYTEST_TABLE + _xxh(text)
+    return PYTEST_TABLE + _xxh(text.encode())
 
 
 def entry_points_digest(data: bytes) -> str:
@@ -215,7 +215,7 @@ def entry_points_digest(data: bytes) -> str:
             continue
         name, value = line.split("=", 1)
         triples.append([group, name.strip(), value.strip()])
-    return ENTRY_POINTS + _xxh(json.dumps(triples))
+    return ENTRY_POINTS + _xxh(json.dumps(triples).encode())
 
 
 #: gzip header flags (RFC 1952).
@@ -255,6 +255,4 @@ def gzip_digest(data: bytes) -> str:
     if len(data) < pos:
         return UNPARSED
     kept.append(data[pos:])
-    import xxhash
-
-    return GZIP_DATA + xxhash.xxh3_128_hexdigest(b"".join(kept))
+    return GZIP_DATA + _xxh(b"".join(kept))
