@@ -26,11 +26,11 @@ from memotest.config import Project
 from memotest.errors import UsageError
 from memotest.fingerprint import FileStates
 from memotest.jobserver import Jobserver
-from memotest.model import Target, Trace
+from memotest.model import Outcome, Target, Trace
 from memotest.plan import Fresh, Stale, plan
 from memotest.plugins import Config
 from memotest.report import Summary, TargetResult
-from memotest.runner import Outcome, Runner
+from memotest.runner import Runner
 from memotest.store import STORE_DIR, Record, Store
 from memotest.validate import Before, Ignore, make_record, snapshot
 

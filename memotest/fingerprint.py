@@ -42,7 +42,7 @@ from typing import NamedTuple
 
 import xxhash
 
-from memotest.model import Input, Kind
+from memotest.model import Input, Kind, StatSig
 from memotest.tracer import codemap, listings, sections
 
 __all__ = [
@@ -82,29 +82,6 @@ _S_ISREG = _stat.S_ISREG
 _S_ISDIR = _stat.S_ISDIR
 _S_ISLNK = _stat.S_ISLNK
 _NOT_CACHED = object()
-
-
-#: File system timestamps come from a coarse clock that can lag the one a start time is
-#: read from; a change this close before the start is treated as after it.
-CLOCK_SLACK_NS = 50_000_000
-
-
-class StatSig(NamedTuple):
-    """The stat signature a fingerprint was taken with: equal signatures, same content."""
-
-    mtime_ns: int
-    size: int
-    ino: int
-    ctime_ns: int
-
-    @classmethod
-    def of(cls, st: os.stat_result) -> StatSig:
-        """The signature of a stat result."""
-        return cls(st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
-
-    def touched_since(self, started_ns: int) -> bool:
-        """Whether this signature shows a change at or after ``started_ns``."""
-        return max(self.mtime_ns, self.ctime_ns) >= started_ns - CLOCK_SLACK_NS
 
 
 class Refresh(NamedTuple):

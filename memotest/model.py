@@ -7,7 +7,9 @@ tracer, an :class:`Input` list out of validation, and a :class:`Record` goes int
 from __future__ import annotations
 
 import enum
+import os
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
 @dataclass(frozen=True)
@@ -194,3 +196,46 @@ class Input:
     path: str
     kind: Kind
     digest: str
+
+
+#: File system timestamps come from a coarse clock that can lag the one a start time is
+#: read from; a change this close before the start is treated as after it.
+CLOCK_SLACK_NS = 50_000_000
+
+
+class StatSig(NamedTuple):
+    """The stat signature a fingerprint was taken with: equal signatures, same content."""
+
+    mtime_ns: int
+    size: int
+    ino: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> StatSig:
+        """The signature of a stat result."""
+        return cls(st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+
+    def touched_since(self, started_ns: int) -> bool:
+        """Whether this signature shows a change at or after ``started_ns``."""
+        return max(self.mtime_ns, self.ctime_ns) >= started_ns - CLOCK_SLACK_NS
+
+
+@dataclass
+class Outcome:
+    """How one run of a target ended. ``status`` is passed, failed, timeout or error."""
+
+    target: Target
+    status: str
+    exit_code: int | None
+    duration: float
+    log: bytes
+    trace: Trace | None = None
+    error: str | None = None
+    tmpdir: str = ""
+    #: The run's own folder (its TMPDIR, captured log and trace), removed after the run:
+    #: nothing in it, nor the folder itself, is ever an input.
+    workdir: str = ""
+    attempts: int = 1
+    started: float = 0.0  # time.monotonic() at start, for the scheduler
+    finished: float = 0.0

@@ -14,32 +14,11 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from typing import BinaryIO
 
-from memotest.model import Target, Trace
+from memotest.model import Outcome, Target
 from memotest.tracer.run import TracedRun
 from memotest.tracer.warm import RemoteProcess, WarmSpec, WarmUnavailable, shared_pool
-
-
-@dataclass
-class Outcome:
-    """How one run of a target ended. ``status`` is passed, failed, timeout or error."""
-
-    target: Target
-    status: str
-    exit_code: int | None
-    duration: float
-    log: bytes
-    trace: Trace | None = None
-    error: str | None = None
-    tmpdir: str = ""
-    #: The run's own folder (its TMPDIR, captured log and trace), removed after the run:
-    #: nothing in it, nor the folder itself, is ever an input.
-    workdir: str = ""
-    attempts: int = 1
-    started: float = 0.0  # time.monotonic() at start, for the scheduler
-    finished: float = 0.0
 
 
 class Runner:

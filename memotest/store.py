@@ -56,8 +56,8 @@ from typing import Any, NamedTuple, overload
 
 import xxhash
 
-from memotest.fingerprint import Fingerprint, StatSig, is_racy, listing_digest
-from memotest.model import Input, Kind
+from memotest.fingerprint import Fingerprint, is_racy, listing_digest
+from memotest.model import Input, Kind, StatSig
 
 __all__ = [
     "STATUSES",

@@ -32,10 +32,9 @@ from typing import NamedTuple
 import xxhash
 
 from memotest import plugins
-from memotest.fingerprint import CLOCK_SLACK_NS, FileStates, Fingerprint, listing_digest
+from memotest.fingerprint import FileStates, Fingerprint, listing_digest
 from memotest.keys import TargetKey
-from memotest.model import Kind, Target, Trace
-from memotest.runner import Outcome
+from memotest.model import CLOCK_SLACK_NS, Kind, Outcome, Target, Trace
 from memotest.store import STORE_DIR, Record, Store, output_value
 from memotest.tracer import codemap, listings, sections
 from memotest.tracer.collect import is_pseudo

@@ -17,11 +17,10 @@ from memotest.fingerprint import (
     FileStates,
     Fingerprint,
     Refresh,
-    StatSig,
     describe_change,
     is_racy,
 )
-from memotest.model import Input, Kind
+from memotest.model import Input, Kind, StatSig
 
 AGE_S = RACY_WINDOW_NS / 1e9 + 0.2
 

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from memotest._executed import extension_path
-from memotest.fingerprint import StatSig
+from memotest.model import StatSig
 from memotest.tracer import codemap, listings, sections, shim
 from memotest.tracer.collect import build_trace
 from memotest.tracer.log import Event
