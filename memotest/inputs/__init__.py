@@ -1,0 +1,1 @@
+"""The input kinds: one module per kind of observation, and their registries."""
