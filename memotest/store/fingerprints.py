@@ -1,0 +1,340 @@
+"""Fingerprints: the ``paths`` and ``fps`` tables, shared by every record.
+
+A fingerprint is a (path, kind, digest) with what makes re-checking it cheap: the stat
+signature of what was hashed and when (``verified_ns``), and a symlink's text. Paths are
+interned in ``paths``; each distinct (path, kind, digest) is one ``fps`` row, which every
+record that observed it names by id (:mod:`memotest.store.records`).
+
+When a fingerprint is stored again, or re-hashed and found to hold (:meth:`refresh`), its
+signature is replaced only by a newer one that differs or that makes a *racy* one trustworthy
+(a file modified within the racy window before it was hashed could change again unseen
+under the same signature: :func:`memotest.fingerprint.is_racy`).
+
+:class:`FingerprintTable` keeps two caches, valid because only the build holding the lock
+writes: the write index (path -> id, (path_id, kind, digest) -> (id, sig, verified_ns)),
+loaded on the first write, and the rows read by id, kept current by this store's own writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, overload
+
+from memotest.fingerprint import Fingerprint, is_racy
+from memotest.model import Input, Kind, StatSig
+from memotest.store.errors import StoreError
+from memotest.store.schema import transaction
+
+_SELECT = (
+    "SELECT f.id, p.path, f.kind, f.digest, f.link, f.mtime_ns, f.size, f.ino, f.ctime_ns, "
+    "f.verified_ns FROM fps f JOIN paths p ON p.id = f.path_id"
+)
+
+_SET_SIG = (
+    "UPDATE fps SET mtime_ns = ?, size = ?, ino = ?, ctime_ns = ?, verified_ns = ? WHERE id = ?"
+)
+
+_INT64_MAX = (1 << 63) - 1
+
+#: The write index's entry of a fingerprint: (id, stored signature or None, verified_ns).
+_Entry = tuple[int, tuple[int, ...] | None, int]
+
+
+class FpRow(NamedTuple):
+    """One row of the ``fps`` table with its path, in the order of the query.
+
+    :meth:`FingerprintTable.rows` returns plain tuples in this order (the planner's hot
+    path indexes them); ``FpRow._make(row)`` gives the named view.
+    """
+
+    id: int
+    path: str
+    kind: str
+    digest: str
+    link: str | None
+    mtime_ns: int | None
+    size: int | None
+    ino: int | None
+    ctime_ns: int | None
+    verified_ns: int
+
+    @property
+    def sig(self) -> StatSig | None:
+        """The stat signature, or None when none was recorded."""
+        if self.mtime_ns is None:
+            return None
+        return StatSig(self.mtime_ns, self.size or 0, self.ino or 0, self.ctime_ns or 0)
+
+    def fingerprint(self) -> Fingerprint:
+        """This row as a :class:`~memotest.fingerprint.Fingerprint`."""
+        return Fingerprint(
+            self.path, Kind(self.kind), self.digest, self.sig, self.verified_ns, self.link
+        )
+
+
+class InputList(Sequence[Fingerprint]):
+    """A record's inputs as fingerprint ids, turned into fingerprints on first access.
+
+    ``ids`` is the sorted ``array('I')`` of ``fps.id``; the planner works on it directly.
+    Materializing needs the store that loaded it to still be open.
+    """
+
+    def __init__(self, ids: array[int], table: FingerprintTable) -> None:
+        self.ids = ids
+        self._table: FingerprintTable | None = table
+        self._items: list[Fingerprint] | None = None
+
+    def _materialize(self) -> list[Fingerprint]:
+        if self._items is None:
+            if self._table is None:  # pragma: no cover - defensive
+                raise StoreError("the store these inputs came from is gone")
+            rows = self._table.rows(self.ids)
+            missing = [i for i in self.ids if i not in rows]
+            if missing:
+                raise StoreError(f"record references {len(missing)} missing fingerprint(s)")
+            items = [FpRow._make(rows[i]).fingerprint() for i in self.ids]
+            items.sort(key=lambda f: (f.path, f.kind.value, f.digest))
+            self._items = items
+            self._table = None
+        return self._items
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, i: int) -> Fingerprint: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Fingerprint]: ...
+    def __getitem__(self, i: int | slice) -> Fingerprint | list[Fingerprint]:
+        return self._materialize()[i]
+
+    def __iter__(self) -> Iterator[Fingerprint]:
+        return iter(self._materialize())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"InputList({len(self.ids)} inputs)"
+
+
+@dataclass
+class Interned:
+    """What :meth:`FingerprintTable.intern` wrote: the inputs' ids, in order, and the rows
+    the write index learns once the transaction is committed (:meth:`~FingerprintTable.learn`)."""
+
+    ids: list[int] = field(default_factory=list)
+    paths: dict[str, int] = field(default_factory=dict)
+    fps: dict[tuple[int, str, str], _Entry] = field(default_factory=dict)
+
+
+class FingerprintTable:
+    """The ``paths`` and ``fps`` tables of an open store, with their caches.
+
+    ``db`` gives the store's connection; ``mutex`` is the store's lock, held around every
+    use of the connection and the caches.
+    """
+
+    def __init__(self, db: Callable[[], sqlite3.Connection], mutex: threading.RLock) -> None:
+        self._db = db
+        self._mutex = mutex
+        self._path_ids: dict[str, int] | None = None
+        self._fp_index: dict[tuple[int, str, str], _Entry] = {}
+        self._rows: dict[int, tuple[Any, ...]] = {}
+        self._rows_complete = False
+
+    def forget(self) -> None:
+        """Drop the caches (after rows were deleted or the database replaced)."""
+        self._path_ids = None
+        self._fp_index = {}
+        self._rows = {}
+        self._rows_complete = False
+
+    def intern(self, conn: sqlite3.Connection, inputs: Iterable[Input]) -> Interned:
+        """The ids of ``inputs``' fingerprints, inserting the new ones and storing better
+        signatures of known ones, in the caller's transaction; the caller passes the result
+        to :meth:`learn` once it committed."""
+        path_ids = self._load_write_index()
+        index = self._fp_index
+        done = Interned()
+        for inp in inputs:
+            path = inp.path
+            pid = path_ids.get(path) or done.paths.get(path)
+            if pid is None:
+                pid = _insert_path(conn, path)
+                done.paths[path] = pid
+            kind = Kind(inp.kind).value
+            key = (pid, kind, inp.digest)
+            sig = _storable(getattr(inp, "sig", None))
+            verified = getattr(inp, "verified_ns", 0) if sig is not None else 0
+            link = getattr(inp, "link", None)
+            known = done.fps.get(key) or index.get(key)
+            if known is None:
+                cur = conn.execute(
+                    "INSERT INTO fps(path_id, kind, digest, link, mtime_ns, size, ino, "
+                    "ctime_ns, verified_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (pid, kind, inp.digest, link, *(sig or (None,) * 4), verified),
+                )
+                fid = cur.lastrowid
+                assert fid is not None
+                done.fps[key] = (fid, sig, verified)
+            else:
+                fid, old_sig, old_verified = known
+                if sig is not None and _better(sig, verified, old_sig, old_verified):
+                    conn.execute(_SET_SIG, (*sig, verified, fid))
+                    done.fps[key] = (fid, sig, verified)
+            done.ids.append(fid)
+        return done
+
+    def learn(self, done: Interned) -> None:
+        """Committed: the caches learn what :meth:`intern` made."""
+        assert self._path_ids is not None
+        self._path_ids.update(done.paths)
+        self._fp_index.update(done.fps)
+        for fid, _sig, _v in done.fps.values():
+            self._rows.pop(fid, None)
+        if done.fps:
+            self._rows_complete = False
+
+    def _load_write_index(self) -> dict[str, int]:
+        if self._path_ids is not None:
+            return self._path_ids
+        conn = self._db()
+        path_ids = self._path_ids = dict(conn.execute("SELECT path, id FROM paths"))
+        index = self._fp_index
+        index.clear()
+        for fid, pid, kind, digest, m, s, i, c, v in conn.execute(
+            "SELECT id, path_id, kind, digest, mtime_ns, size, ino, ctime_ns, verified_ns FROM fps"
+        ):
+            index[(pid, kind, digest)] = (fid, None if m is None else (m, s, i, c), v)
+        return path_ids
+
+    def rows(self, ids: Iterable[int]) -> dict[int, tuple[Any, ...]]:
+        """The ``fps`` rows of ``ids`` that exist, as tuples in :class:`FpRow` order.
+
+        Cached for the store's life (and kept current by this store's own writes).
+        """
+        wanted = ids if isinstance(ids, (set, frozenset)) else set(ids)
+        with self._mutex:
+            rows = self._rows
+            missing = [i for i in wanted if i not in rows] if not self._rows_complete else []
+            if missing:
+                conn = self._db()
+                total = conn.execute("SELECT count(*) FROM fps").fetchone()[0]
+                if len(missing) * 4 >= total:
+                    # Rows this store refreshed are newer than the table's: keep them.
+                    fetched = {r[0]: r for r in conn.execute(_SELECT).fetchall()}
+                    fetched.update(rows)
+                    self._rows = rows = fetched
+                    self._rows_complete = True
+                else:
+                    for r in conn.execute(
+                        _SELECT + " WHERE f.id IN (SELECT value FROM json_each(?))",
+                        (json.dumps(missing),),
+                    ):
+                        rows[r[0]] = r
+            if len(wanted) == len(rows):
+                return rows
+            return {i: rows[i] for i in wanted if i in rows}
+
+    def refresh(self, updates: Mapping[int, tuple[Sequence[int], int]]) -> int:
+        """Store new ``(sig, verified_ns)`` of fingerprints re-hashed and found to hold, in
+        one transaction (the signatures must be :func:`storable_updates`); returns the count."""
+        with self._mutex:
+            with transaction(self._db()) as conn:
+                conn.executemany(
+                    _SET_SIG, [(*sig, int(v), fid) for fid, (sig, v) in updates.items()]
+                )
+            path_ids = self._path_ids
+            for fid, (sig, v) in updates.items():
+                row = self._rows.get(fid)
+                if row is None:
+                    path_ids = self._path_ids = None  # reload the write index lazily
+                    continue
+                self._rows[fid] = (*row[:5], *sig, int(v))
+                pid = path_ids.get(row[1]) if path_ids is not None else None
+                if pid is not None:
+                    self._fp_index[(pid, row[2], row[3])] = (fid, tuple(sig), int(v))
+        return len(updates)
+
+    def ids_of_paths(self, paths: Iterable[str]) -> set[int]:
+        """The ids of every stored fingerprint of any of ``paths``."""
+        wanted = list(dict.fromkeys(paths))
+        if not wanted:
+            return set()
+        with self._mutex:
+            rows = self._db().execute(
+                "SELECT f.id FROM fps f JOIN paths p ON p.id = f.path_id "
+                "WHERE p.path IN (SELECT value FROM json_each(?))",
+                (json.dumps(wanted),),
+            )
+            return {r[0] for r in rows}
+
+
+def storable_updates(
+    updates: Mapping[int, tuple[Sequence[int], int]],
+) -> dict[int, tuple[Sequence[int], int]]:
+    """The ``(sig, verified_ns)`` updates whose signature SQLite can hold (:func:`_storable`)."""
+    return {fid: u for fid, u in updates.items() if _storable(u[0]) is not None}
+
+
+def delete_unreferenced(conn: sqlite3.Connection, keep: Iterable[int]) -> tuple[int, int]:
+    """Delete the fingerprints not in ``keep`` and the paths no fingerprint is of, in the
+    caller's transaction; returns (fingerprints, paths) deleted."""
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS keep(id INTEGER PRIMARY KEY)")
+    conn.execute("DELETE FROM keep")
+    conn.executemany("INSERT INTO keep(id) VALUES (?)", ((i,) for i in keep))
+    fps = conn.execute("DELETE FROM fps WHERE id NOT IN (SELECT id FROM keep)").rowcount
+    paths = conn.execute("DELETE FROM paths WHERE id NOT IN (SELECT path_id FROM fps)").rowcount
+    conn.execute("DELETE FROM keep")
+    return fps, paths
+
+
+def digests_of_kinds(conn: sqlite3.Connection, kinds: Iterable[str]) -> set[str]:
+    """The digests of the stored fingerprints of the stored kind names ``kinds``."""
+    return {
+        d
+        for (d,) in conn.execute(
+            "SELECT digest FROM fps WHERE kind IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(kinds)),),
+        )
+    }
+
+
+def _insert_path(conn: sqlite3.Connection, path: str) -> int:
+    try:
+        cur = conn.execute("INSERT INTO paths(path) VALUES (?)", (path,))
+    except sqlite3.IntegrityError:  # pragma: no cover - the cache said it was new
+        row = conn.execute("SELECT id FROM paths WHERE path = ?", (path,)).fetchone()
+        return int(row[0])
+    assert cur.lastrowid is not None
+    return cur.lastrowid
+
+
+def _storable(sig: Sequence[int] | None) -> tuple[int, ...] | None:
+    """A signature as stored, or None if SQLite can't hold it (an inode number past 2**63
+    on some network file systems): such a file is simply always hashed."""
+    if sig is None:
+        return None
+    out = tuple(int(x) for x in sig)
+    return out if all(-_INT64_MAX <= x <= _INT64_MAX for x in out) else None
+
+
+def _better(
+    sig: tuple[int, ...], verified: int, old_sig: tuple[int, ...] | None, old_verified: int
+) -> bool:
+    """Whether a newly taken signature should replace the stored one of a fingerprint."""
+    if old_sig is None:
+        return True
+    if verified <= old_verified:
+        return False
+    return tuple(sig) != tuple(old_sig) or is_racy(old_sig, old_verified)

@@ -1,0 +1,303 @@
+"""The :class:`Store`: an open ``.memotest/``, the one object the rest of memotest holds.
+
+It owns the database connection (:mod:`~memotest.store.schema`), the build lock
+(:mod:`~memotest.store.lock`), the fingerprint tables and their caches
+(:mod:`~memotest.store.fingerprints`) and the blobs (:mod:`~memotest.store.blobs`), and
+orders their writes for crash safety: a record's blobs are stored *before* the transaction
+that writes its row, its fingerprint rows and its input array, so a process killed at any
+instant leaves each record either absent or complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sqlite3
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from memotest.fingerprint import listing_digest
+from memotest.model import Input, Kind
+from memotest.store import records, schema
+from memotest.store.blobs import CAS_DIR, LocalBlobStore
+from memotest.store.errors import StoreError
+from memotest.store.fingerprints import FingerprintTable, storable_updates
+from memotest.store.gc import PUTS_KEY, GcStats, collect, is_due
+from memotest.store.lock import LOCK_FILE, acquire_lock, release_lock
+from memotest.store.outputs import restore_file, restore_outputs
+from memotest.store.records import Record
+
+#: The folder, beside the targets file, that holds the store.
+STORE_DIR = ".memotest"
+
+
+class Store:
+    """An open ``.memotest/`` store. Use :meth:`open`; a context manager.
+
+    Thread-safe: one connection guarded by a lock, so a scheduler's worker threads may
+    ``put`` results while others read.
+    """
+
+    def __init__(self, root: Path, conn: sqlite3.Connection, lock_fd: int | None) -> None:
+        self.root = root
+        self.dir = root / STORE_DIR
+        self.db_path = self.dir / schema.DB_FILE
+        self.cas_dir = self.dir / CAS_DIR
+        self._conn: sqlite3.Connection | None = conn
+        self._lock_fd = lock_fd
+        self._mutex = threading.RLock()
+        self._blobs = LocalBlobStore(self.cas_dir)
+        self._fps = FingerprintTable(self._db, self._mutex)
+        self._puts = 0  # records written through this handle, for gc_if_due()
+
+    # -- opening and closing --------------------------------------------------------------
+
+    @classmethod
+    def open(cls, root: Path | str, *, lock: bool = True, lock_timeout: float = 30.0) -> Store:
+        """Open (creating it if needed) the store in ``root/.memotest``.
+
+        ``root`` is the folder of the targets file. With ``lock`` (builds), take the
+        exclusive build lock, waiting up to ``lock_timeout`` seconds, then raise
+        :class:`~memotest.store.StoreLocked`. Without it (explain, show, list) the store is
+        read-only.
+        """
+        root = Path(root).absolute()
+        d = root / STORE_DIR
+        (d / CAS_DIR).mkdir(parents=True, exist_ok=True)
+        lock_fd = acquire_lock(d / LOCK_FILE, lock_timeout) if lock else None
+        try:
+            conn = schema.connect(d / schema.DB_FILE, timeout=max(lock_timeout, 5.0))
+            try:
+                store = cls(root, conn, lock_fd)
+                schema.init_schema(conn, writable=store.locked, db_path=store.db_path)
+            except BaseException:
+                conn.close()
+                raise
+        except BaseException:
+            if lock_fd is not None:
+                release_lock(lock_fd)
+            raise
+        return store
+
+    @property
+    def locked(self) -> bool:
+        """Whether this store holds the build lock (and may be written)."""
+        return self._lock_fd is not None
+
+    def close(self) -> None:
+        """Close the database and release the lock."""
+        with self._mutex:
+            if self._conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    if self.locked:
+                        self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                self._conn.close()
+                self._conn = None
+            if self._lock_fd is not None:
+                release_lock(self._lock_fd)
+                self._lock_fd = None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError("the store is closed")
+        return self._conn
+
+    def _require_lock(self) -> None:
+        if not self.locked:
+            raise StoreError("the store was opened read-only (lock=False)")
+
+    # -- records ------------------------------------------------------------------------
+
+    def names(self) -> list[str]:
+        """The names of all stored records, sorted."""
+        with self._mutex:
+            return records.names(self._db())
+
+    def get(self, name: str) -> Record | None:
+        """The record of ``name`` with its inputs materialized, or None."""
+        rec = self.records([name]).get(name)
+        if rec is not None:
+            rec.inputs = list(rec.inputs)
+        return rec
+
+    def records(self, names: Iterable[str] | None = None) -> dict[str, Record]:
+        """The records of ``names`` (all when None) that exist, in one query.
+
+        Their ``inputs`` are lazy :class:`~memotest.store.InputList` objects (fingerprint
+        ids): cheap to load by the thousand, materialized only when iterated.
+        """
+        with self._mutex:
+            rows = records.select(self._db(), names)
+        return records.from_rows(rows, self._fps)
+
+    def put(self, record: Record) -> None:
+        """Store ``record`` (replacing the previous one of that name) in one transaction.
+
+        The blobs it names (log, outputs) must already be in the CAS. Listing names carried
+        by ``LISTING`` fingerprints are saved to the CAS first, for ``explain``.
+        """
+        self._require_lock()
+        self._puts += 1
+        for digest in records.named_blobs(record.log_digest, record.outputs):
+            if not self.has_blob(digest):
+                raise StoreError(f"record {record.name!r} names blob {digest} not in the store")
+        self._save_listing_names(record.inputs)
+        with self._mutex:
+            with schema.transaction(self._db()) as conn:
+                interned = self._fps.intern(conn, record.inputs)
+                records.insert(conn, record, interned.ids)
+            self._fps.learn(interned)
+
+    def _save_listing_names(self, inputs: Iterable[Input]) -> None:
+        """Save the entry names an input carries (a listing's, ``Fingerprint.names``) under
+        its digest, when they hash to it, so :meth:`listing_names` can give them back."""
+        for inp in inputs:
+            names = getattr(inp, "names", None)
+            if Kind(inp.kind) is Kind.LISTING and names is not None:
+                digest, blob = listing_digest(os.fsencode(n) for n in names)
+                if digest == inp.digest and not self.has_blob(digest):
+                    self.put_blob(blob)
+
+    def remove(self, name: str) -> bool:
+        """Forget the record of ``name``; True if there was one."""
+        self._require_lock()
+        with self._mutex, schema.transaction(self._db()) as conn:
+            return records.delete(conn, name)
+
+    def get_meta(self, key: str) -> Any:
+        """A JSON value kept in the store under ``key`` (None when absent)."""
+        with self._mutex:
+            return schema.get_meta(self._db(), key)
+
+    def set_meta(self, key: str, value: Any) -> None:
+        """Keeps a JSON value under ``key`` (needs the lock)."""
+        self._require_lock()
+        with self._mutex, schema.transaction(self._db()) as conn:
+            schema.set_meta(conn, key, value)
+
+    def clean(self) -> None:
+        """Delete everything under ``.memotest/`` (but the lock this build holds)."""
+        self._require_lock()
+        with self._mutex:
+            self._db().close()
+            self._conn = None
+            for entry in self.dir.iterdir():
+                if entry.name == LOCK_FILE:
+                    continue
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+            self.cas_dir.mkdir(exist_ok=True)
+            self._conn = schema.connect(self.db_path)
+            self._fps.forget()
+            schema.init_schema(self._conn, writable=True, db_path=self.db_path)
+
+    # -- fingerprints -------------------------------------------------------------------
+
+    def fingerprint_rows(self, ids: Iterable[int]) -> dict[int, tuple[Any, ...]]:
+        """The ``fps`` rows of ``ids`` that exist, as tuples in
+        :class:`~memotest.store.FpRow` order. Cached for the store's life (and kept current
+        by this store's own writes)."""
+        return self._fps.rows(ids)
+
+    def refresh(self, updates: Mapping[int, tuple[Sequence[int], int]]) -> int:
+        """Store new ``(sig, verified_ns)`` for fingerprints that were re-hashed and held.
+
+        One transaction; returns the number of rows updated. No-op when empty.
+        """
+        updates = storable_updates(updates)
+        if not updates:
+            return 0
+        self._require_lock()
+        return self._fps.refresh(updates)
+
+    def fp_ids_of_paths(self, paths: Iterable[str]) -> set[int]:
+        """The ids of every stored fingerprint of any of ``paths`` (for finding, in one
+        ``isdisjoint`` per record, the records that observed one of them)."""
+        return self._fps.ids_of_paths(paths)
+
+    # -- blobs --------------------------------------------------------------------------
+
+    def blob_path(self, digest: str) -> Path:
+        """Where the blob of ``digest`` lives (whether or not it exists)."""
+        return self._blobs.path(digest)
+
+    def has_blob(self, digest: str) -> bool:
+        """Whether the CAS holds the blob of ``digest``."""
+        return self._blobs.has(digest)
+
+    def put_blob(self, data: bytes) -> str:
+        """Store ``data`` in the CAS; returns its digest (xxh3-128 hex)."""
+        return self._blobs.put(data)
+
+    def put_file(self, path: str | os.PathLike[str]) -> str:
+        """Store the content of the file at ``path`` in the CAS (streamed); returns its digest."""
+        return self._blobs.put_file(path)
+
+    def read_blob(self, digest: str) -> bytes:
+        """The bytes stored under ``digest`` (verified); ``FileNotFoundError`` if absent."""
+        return self._blobs.read(digest)
+
+    def restore_outputs(self, outputs: dict[str, str], cwd: str) -> None:
+        """Puts a record's declared outputs (``Record.outputs``) back under ``cwd``."""
+        restore_outputs(self._blobs, outputs, cwd)
+
+    def restore_file(
+        self, digest: str, path: str | os.PathLike[str], executable: bool | None = None
+    ) -> bool:
+        """Write the blob ``digest`` to ``path`` atomically; False if it already had it
+        (:func:`memotest.store.outputs.restore_file`)."""
+        return restore_file(self._blobs, digest, path, executable)
+
+    def listing_names(self, digest: str) -> list[str] | None:
+        """The entry names of a recorded ``LISTING`` fingerprint, if they were saved."""
+        try:
+            blob = self.read_blob(digest)
+        except (OSError, ValueError, StoreError):
+            return None
+        return [os.fsdecode(n) for n in blob.split(b"\0")] if blob else []
+
+    # -- housekeeping -------------------------------------------------------------------
+
+    def gc_if_due(self) -> GcStats | None:
+        """Collects garbage (:meth:`gc`) when it is due (:func:`memotest.store.gc.is_due`).
+        Returns what was removed, or None when it was not due. Called at the end of a
+        build, with the lock."""
+        self._require_lock()
+        if not self._puts:
+            return None  # nothing replaced since the last look: a no-op build writes nothing
+        puts = int(self.get_meta(PUTS_KEY) or 0) + self._puts
+        self._puts = 0
+        with self._mutex:
+            kept = records.count(self._db())
+        if not is_due(puts, kept):
+            self.set_meta(PUTS_KEY, puts)
+            return None
+        return self.gc()
+
+    def gc(self) -> GcStats:
+        """Delete fingerprints, paths and blobs no record references, and stray temp files
+        (and start counting the writes for :meth:`gc_if_due` again)."""
+        self._require_lock()
+        self._puts = 0
+        self.set_meta(PUTS_KEY, 0)
+        return collect(self._db, self._mutex, self._fps, self._blobs)
+
+    def size_bytes(self) -> int:
+        """The bytes the store takes on disk (database, WAL and CAS)."""
+        total = 0
+        for dirpath, _dirs, files in os.walk(self.dir):
+            for f in files:
+                with contextlib.suppress(OSError):
+                    total += os.lstat(os.path.join(dirpath, f)).st_size
+        return total
