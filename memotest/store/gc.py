@@ -4,8 +4,8 @@ Records are replaced, not edited: each run of a target writes a new record, and 
 fingerprints and blobs only the old one named stay behind. A collection keeps what the
 records name (their fingerprints, logs and declared outputs,
 :func:`memotest.store.records.live_references`) and the blobs that kept fingerprints'
-digests name (listings' names, code and entry records), and deletes the rest, with stray
-temporary files of the CAS.
+digests name (the kinds of :func:`memotest.inputs.registry.blob_kinds`: listings' names,
+code and entry records), and deletes the rest, with stray temporary files of the CAS.
 
 A build collects when it is due (:func:`is_due`): once the records written since the last
 collection outnumber the records kept (and :data:`GC_MIN_PUTS`), by when about half of what
@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from memotest.inputs.registry import blob_kinds
 from memotest.store import fingerprints, records
 from memotest.store.blobs import LocalBlobStore
 from memotest.store.schema import transaction
@@ -29,9 +30,6 @@ GC_MIN_PUTS = 200
 
 #: The ``meta`` key counting the records written since the last collection.
 PUTS_KEY = "puts_since_gc"
-
-#: The stored kinds whose digest names a blob.
-_BLOB_KINDS = ("list", "code", "entries")
 
 
 @dataclass
@@ -65,7 +63,7 @@ def collect(
         keep_fps, keep_blobs = records.live_references(conn)
         with transaction(conn):
             stats.fingerprints, stats.paths = fingerprints.delete_unreferenced(conn, keep_fps)
-        keep_blobs.update(fingerprints.digests_of_kinds(conn, _BLOB_KINDS))
+        keep_blobs.update(fingerprints.digests_of_kinds(conn, blob_kinds()))
         table.forget()
     stats.blobs, stats.bytes = blobs.sweep(keep_blobs)
     return stats

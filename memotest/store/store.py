@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memotest.fingerprint import listing_digest
-from memotest.model import Input, Kind
+from memotest.model import Input
 from memotest.store import records, schema
 from memotest.store.blobs import CAS_DIR, LocalBlobStore
 from memotest.store.errors import StoreError
@@ -162,7 +162,7 @@ class Store:
         its digest, when they hash to it, so :meth:`listing_names` can give them back."""
         for inp in inputs:
             names = getattr(inp, "names", None)
-            if Kind(inp.kind) is Kind.LISTING and names is not None:
+            if names is not None:
                 digest, blob = listing_digest(os.fsencode(n) for n in names)
                 if digest == inp.digest and not self.has_blob(digest):
                     self.put_blob(blob)
