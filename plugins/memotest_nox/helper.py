@@ -3,7 +3,7 @@
 Usage in a noxfile::
 
     import nox
-    from memotest.nox import memoized
+    from memotest_nox import memoized
 
     @nox.session
     @memoized
