@@ -1,6 +1,6 @@
 """The plugin manager: the core's own plugins, then every ``memotest`` entry point.
 
-As in pytest, the core is plugins too: the targets-file loader, the terminal reporter and
+The core is plugins too: the targets-file loader, the terminal reporter and
 the JSON/JUnit reports are registered here as built-in plugins, and the adapters for other
 tools are found through the ``memotest`` entry-point group like any third-party plugin. A
 plugin that fails to import is reported by name and left out; it is an error only when it
@@ -12,10 +12,9 @@ A plugin's hook implementations are checked against the specs in :mod:`memotest.
 once every plugin is registered, and again after ``memotest_configure`` (which may register
 more): a misspelled hook is a usage error naming it, not a hook silently never called.
 
-A command that configures plugins does it through :func:`configured`, pytest's
-``_do_configure``/``_ensure_unconfigure`` pair: ``memotest_configure`` (historic: a plugin
-registered later gets it too), then ``memotest_unconfigure`` once when the command ends,
-whether it succeeded or not.
+A command that configures plugins does it through :func:`configured`:
+``memotest_configure`` (historic: a plugin registered later gets it too), then
+``memotest_unconfigure`` once when the command ends, whether it succeeded or not.
 
 The manager is the process's (:func:`manager`): a command line and the drivers that run
 inside other tools (tox, nox, make) share it; it holds no per-command state.

@@ -176,3 +176,58 @@ def test_unconfigure_is_called_once_also_after_an_error(tmp_path):
     proc = memotest("list", cwd=tmp_path, env=env)
     assert proc.returncode == 0
     assert "configure" not in proc.stderr.decode()
+
+
+def test_docs_list_every_hook_with_its_arguments():
+    import inspect
+
+    from memotest import hookspecs
+
+    specs = {
+        name: f"{name}({', '.join(inspect.signature(fn).parameters)})"
+        for name, fn in vars(hookspecs).items()
+        if name.startswith("memotest_")
+    }
+    listed = re.findall(
+        r"^\| `(memotest_\w+\([^)]*\))`", (REPO / "docs" / "plugins.md").read_text(), re.M
+    )
+    assert sorted(listed) == sorted(specs.values())
+    for name, fn in vars(hookspecs).items():
+        if name.startswith("memotest_"):
+            assert "config" in inspect.signature(fn).parameters or name == "memotest_addoption"
+            assert re.search(r"Example[^:]*::", fn.__doc__ or ""), name
+
+
+def test_a_plugin_adds_default_ignore_patterns(tmp_path):
+    install(
+        tmp_path,
+        "memotest_cachedir",
+        textwrap.dedent("""
+            from memotest.hookspecs import hookimpl
+
+            @hookimpl
+            def memotest_ignore(config):
+                return ["**/.tool_cache/**"]
+        """),
+    )
+    (tmp_path / ".tool_cache").mkdir()
+    (tmp_path / ".tool_cache" / "state").write_text("1")
+    (tmp_path / "src").write_text("1")
+    (tmp_path / "memotest.toml").write_text('[targets.a]\ncommand = "cat .tool_cache/state src"\n')
+    env = env_with(tmp_path, "memotest_cachedir")
+    assert memotest("build", cwd=tmp_path, env=env).returncode == 0
+    (tmp_path / ".tool_cache" / "state").write_text("2")
+    proc = memotest("build", cwd=tmp_path, env=env)
+    assert "(cached) PASSED a" in proc.stdout.decode()
+    # Without the plugin the cache is an input like any file.
+    bare = env_with(tmp_path, "")
+    assert memotest("build", "--force", cwd=tmp_path, env=bare).returncode == 0
+    (tmp_path / ".tool_cache" / "state").write_text("3")
+    proc = memotest("build", cwd=tmp_path, env=bare)
+    assert "[1/1] PASSED a" in proc.stdout.decode()
+
+
+def test_pytest_cache_stays_ignored_by_default():
+    from memotest.config import Settings
+
+    assert "**/.pytest_cache/**" in Settings().ignore

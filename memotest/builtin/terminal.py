@@ -4,9 +4,9 @@ Status lines follow ninja and Bazel: one line per finished target, ``[3/12] PASS
 1.2s``, cached ones as ``(cached) PASSED``, the log of every failed target, and a summary
 with the time cached targets saved. On a terminal a transient line shows what is running.
 
-As pytest's ``TerminalReporter``, the reporter is an object registered as a plugin (named
-``terminalreporter``) by ``memotest_configure`` and unregistered by
-``memotest_unconfigure``: each configured command has its own, and a plugin may replace it
+The reporter is an object registered as a plugin (named ``terminalreporter``) by
+``memotest_configure`` and unregistered by ``memotest_unconfigure``: each configured
+command has its own, and a plugin may replace it
 (``config.pluginmanager.get_plugin("terminalreporter")``).
 """
 
