@@ -82,14 +82,15 @@ def load_targets(toml: Path) -> tuple[list[Target], dict[str, object], str]:
     """The targets and their keys, computed the way the CLI does.
 
     This is the one hook between the benchmark and the CLI: it uses the targets-file loader
-    (``memotest.config``) and ``memotest.keys.target_key``; when they are not importable it
-    falls back to hand-made targets and placeholder keys (the subprocess build then can't
-    be expected to find them cached).
+    (``memotest.builtin.targets_file``) and ``memotest.keys.target_key``; when they are not
+    importable it falls back to hand-made targets and placeholder keys (the subprocess build
+    then can't be expected to find them cached).
     """
     try:
-        from memotest import config, keys
+        from memotest import keys
+        from memotest.builtin.targets_file import load
 
-        project = config.load(toml)
+        project = load(toml)
         targets = list(project.targets.values())
         return targets, {t.name: keys.target_key(t, project.settings) for t in targets}, "cli"
     except ImportError:  # pragma: no cover - the CLI's modules are not there

@@ -36,8 +36,8 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = make_parser()
     try:
+        parser = make_parser()  # loads the plugins, which may be wrong
         args = parser.parse_args(argv)
         if not hasattr(args, "run"):
             parser.print_help(sys.stderr)

@@ -1,17 +1,24 @@
 """The hooks: memotest's public plugin API.
 
 A plugin is a module or object with functions named like these hooks and marked with
-:data:`hookimpl`; it is registered through the ``memotest`` entry-point group (or, for
-the core's own plugins, by :mod:`memotest.plugins`). Hooks are called by name with
-keyword arguments, so an implementation may accept only the arguments it needs.
-Every hook below says when it is called, what it may return, and gives an example.
-``docs/plugins.md`` walks through writing a complete plugin.
+:data:`hookimpl`; it is registered through the ``memotest`` entry-point group, named in
+``MEMOTEST_PLUGINS``, or registered by another plugin (``config.pluginmanager.register``
+in ``memotest_configure``, as the built-in terminal reporter is). Hooks are called by name
+with keyword arguments, so an implementation may accept only the arguments it needs.
+A marked function whose name is no hook below is an error (exit 2) naming it.
+
+Every hook gets ``config`` (:class:`memotest.plugins.Config`: the parsed command line in
+``config.options`` and the plugin manager), besides its own arguments; only
+``memotest_addoption`` comes before there is one and gets the plugin manager instead. Inside
+another tool (tox, nox, make) there is no memotest command line and ``config.options`` is
+empty. Each hook below says when it is called, in which thread, what it may return and
+whether the first non-None result wins, with an example. ``docs/plugins.md`` lists them
+and walks through writing a complete plugin.
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pluggy
@@ -19,34 +26,38 @@ import pluggy
 if TYPE_CHECKING:
     from memotest.config import Project
     from memotest.model import Target
-    from memotest.plugins import Config, LoadRequest
+    from memotest.plugins import Config, LoadRequest, PluginManager
     from memotest.report import Summary, TargetResult
 
 hookspec = pluggy.HookspecMarker("memotest")
 hookimpl = pluggy.HookimplMarker("memotest")
 
 
-@hookspec
-def memotest_addoption(parser: argparse.ArgumentParser) -> None:
+@hookspec(historic=True)
+def memotest_addoption(parser: argparse.ArgumentParser, pluginmanager: PluginManager) -> None:
     """Add command-line options to ``memotest build`` and ``explain``.
 
-    Called once per command line, before parsing. Options you add appear in
+    Called once for each of the two parsers, in the main thread, before the command line
+    is parsed (so before there is a ``config``); returns nothing. Historic: a plugin
+    registered later gets the earlier calls when it registers. Options you add appear in
     ``config.options`` for every later hook.
 
     Example::
 
         @hookimpl
-        def memotest_addoption(parser):
+        def memotest_addoption(parser, pluginmanager):
             parser.add_argument("--html-report", metavar="FILE")
     """
 
 
-@hookspec
+@hookspec(historic=True)
 def memotest_configure(config: Config) -> None:
-    """Called after the command line is parsed and before targets are loaded.
-
-    ``config.options`` holds the parsed options; ``config.pluginmanager`` lets a plugin
-    register or block others.
+    """Called once per command that works on targets (``build``, ``explain``), in the main
+    thread, after the command line is parsed and before targets are loaded; returns
+    nothing. Historic: a plugin registered later (by another plugin's
+    ``memotest_configure``) is configured when it registers. ``config.pluginmanager`` lets
+    a plugin register or block others; raise :class:`memotest.errors.UsageError` for an
+    option that cannot be used.
 
     Example::
 
@@ -57,22 +68,39 @@ def memotest_configure(config: Config) -> None:
     """
 
 
+@hookspec
+def memotest_unconfigure(config: Config) -> None:
+    """Called once at the end of every command that called ``memotest_configure``, in the
+    main thread, whether the command succeeded, failed or was interrupted (also when a
+    ``memotest_configure`` raised); returns nothing. Undo what ``memotest_configure`` did.
+
+    Example::
+
+        @hookimpl
+        def memotest_unconfigure(config):
+            reporter = config.pluginmanager.get_plugin("htmlreport")
+            if reporter is not None:
+                config.pluginmanager.unregister(reporter)
+    """
+
+
 @hookspec(firstresult=True)
-def memotest_load_targets(request: LoadRequest) -> Project | None:
+def memotest_load_targets(request: LoadRequest, config: Config) -> Project | None:
     """Load targets from a source, or return None if the source is not yours.
 
-    ``request.path`` is the file given with ``-f`` (None when none was given),
-    ``request.source`` the name given with ``--from`` (None when none was given),
-    ``request.cwd`` the directory memotest runs in. With neither ``-f`` nor ``--from``,
-    a loader may look for its own file in ``request.cwd`` (auto-detection); the core's
-    ``memotest.toml`` loader is asked first. The first non-None result is used.
+    Called once per command that works on targets, in the main thread. ``request.path`` is
+    the file given with ``-f`` (None when none was given), ``request.source`` the name
+    given with ``--from`` (None when none was given), ``request.cwd`` the directory
+    memotest runs in. With neither ``-f`` nor ``--from``, a loader may look for its own
+    file in ``request.cwd`` (auto-detection); the core's ``memotest.toml`` loader is asked
+    first. First result wins: the first non-None :class:`memotest.config.Project` is used.
     Raise :class:`memotest.errors.ConfigError` with ``file:line: message`` for a source
     that is yours but cannot be used.
 
     Example::
 
         @hookimpl
-        def memotest_load_targets(request):
+        def memotest_load_targets(request, config):
             path = request.path or (request.cwd / "tests.json")
             if request.source not in (None, "json") or path.name != "tests.json":
                 return None
@@ -82,33 +110,52 @@ def memotest_load_targets(request: LoadRequest) -> Project | None:
     """
 
 
-@hookspec(firstresult=True)
-def memotest_is_input(path: str, target: Target) -> bool | None:
-    """Decide whether an observed path is an input of ``target``.
+@hookspec
+def memotest_ignore(config: Config) -> list[str]:
+    """Paths that are never inputs, as ``ignore`` globs: a tool's own cache folder, which
+    the tool writes and reads but which never changes a result.
 
-    Called for every path the target observed, after the built-in rules (kernel file
-    systems, the store, the private TMPDIR and ``ignore`` patterns are never inputs).
-    Return False to drop the path, True to keep it, None to leave it to others.
+    Called each time settings are made (``Settings()``: by every loader, and inside tox,
+    nox and make), in the thread that makes them; every result is used, added to the core's
+    (``**/__pycache__/**``, ``**/.memotest/**``) and to the targets file's ``ignore``.
+    The patterns must not depend on the command line, which may be absent.
 
-    Example (a tool's cache that never changes a result)::
+    Example::
 
         @hookimpl
-        def memotest_is_input(path, target):
-            return False if "/.mypy_cache/" in path else None
+        def memotest_ignore(config):
+            return ["**/.mypy_cache/**"]
     """
 
 
 @hookspec(firstresult=True)
-def memotest_fingerprint(path: str) -> str | None:
+def memotest_is_input(path: str, target: Target, config: Config) -> bool | None:
+    """Decide whether an observed path is an input of ``target``.
+
+    Called in the main thread for every path the target observed, when its record is
+    made, after the built-in rules (kernel file systems, the store, the private TMPDIR
+    and ``ignore`` patterns are never inputs). First result wins: return False to drop the
+    path, True to keep it, None to leave it to others.
+
+    Example (a path known only at run time)::
+
+        @hookimpl
+        def memotest_is_input(path, target, config):
+            return False if path.startswith(target.cwd + "/build/") else None
+    """
+
+
+@hookspec(firstresult=True)
+def memotest_fingerprint(path: str, config: Config) -> str | None:
     """A custom content fingerprint for a regular file, or None for the default
-    (xxh3-128 of the bytes). The first non-None result is used, as RTSLinux's ``cksum``
-    extension point. It is called only when a file's stat signature changed, so it may
-    be slower than hashing, but must be deterministic.
+    (xxh3-128 of the bytes). First result wins, as RTSLinux's ``cksum`` extension point.
+    Called in the main thread, only when a file's stat signature changed, so it may be
+    slower than hashing, but must be deterministic.
 
     Example (ignore a generated timestamp line)::
 
         @hookimpl
-        def memotest_fingerprint(path):
+        def memotest_fingerprint(path, config):
             if not path.endswith(".gen.h"):
                 return None
             text = Path(path).read_bytes()
@@ -118,47 +165,65 @@ def memotest_fingerprint(path: str) -> str | None:
 
 
 @hookspec
-def memotest_before_target(target: Target, env: dict[str, str]) -> None:
-    """Called just before a stale target runs, in a worker thread. ``env`` is the
-    environment the command will get: a plugin may add to it (the additions are not part
-    of the target's key, so they must not change its result).
+def memotest_build_start(targets: list[Target], config: Config) -> None:
+    """Called once per build, in the main thread, before the first target is planned,
+    with every selected target; returns nothing.
 
     Example::
 
         @hookimpl
-        def memotest_before_target(target, env):
+        def memotest_build_start(targets, config):
+            print(f"{len(targets)} targets selected")
+    """
+
+
+@hookspec
+def memotest_before_target(target: Target, env: dict[str, str], config: Config) -> None:
+    """Called just before a stale target runs, in the worker thread that runs it (so
+    implementations must be thread-safe); returns nothing. ``env`` is the environment the
+    command will get: a plugin may add to it (the additions are not part of the target's
+    key, so they must not change its result).
+
+    Example::
+
+        @hookimpl
+        def memotest_before_target(target, env, config):
             env["COVERAGE_FILE"] = f"/tmp/cov/{target.name}"
     """
 
 
 @hookspec
-def memotest_after_target(target: Target, result: TargetResult) -> None:
-    """Called after each target finished, was replayed from the cache or was skipped,
-    in the main thread. ``result.status`` is passed, failed, cached, timeout, error or
-    skipped.
+def memotest_target_running(names: list[str], config: Config) -> None:
+    """Called in the main thread whenever the set of running targets changes, with their
+    names (for progress displays); returns nothing.
 
     Example::
 
         @hookimpl
-        def memotest_after_target(target, result):
+        def memotest_target_running(names, config):
+            set_window_title(", ".join(names) or "idle")
+    """
+
+
+@hookspec
+def memotest_after_target(target: Target, result: TargetResult, config: Config) -> None:
+    """Called once per target, in the main thread, after it finished, was replayed from
+    the cache or was skipped; returns nothing. ``result.status`` is passed, failed,
+    cached, timeout, error or skipped.
+
+    Example::
+
+        @hookimpl
+        def memotest_after_target(target, result, config):
             if result.status == "failed":
                 notify(f"{target.name} failed")
     """
 
 
 @hookspec
-def memotest_build_start(targets: list[Target], config: Config) -> None:
-    """Called once before the first target is planned, with every selected target."""
-
-
-@hookspec
-def memotest_target_running(names: list[str]) -> None:
-    """Called whenever the set of running targets changes (for progress displays)."""
-
-
-@hookspec
 def memotest_report(summary: Summary, config: Config) -> None:
-    """Called once at the end of a build with every result; write reports here.
+    """Called once at the end of a build, in the main thread, with every result; write
+    reports here. Returns nothing.
 
     Example::
 
@@ -166,6 +231,3 @@ def memotest_report(summary: Summary, config: Config) -> None:
         def memotest_report(summary, config):
             print(f"{summary.count('cached')} targets replayed")
     """
-
-
-__all__ = ["Path", "hookimpl", "hookspec"]

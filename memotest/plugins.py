@@ -1,21 +1,35 @@
 """The plugin manager: the core's own plugins, then every ``memotest`` entry point.
 
-As in pytest, the core is plugins too: the targets-file loader, the terminal reporter and
-the JSON/JUnit reports are registered here as built-in plugins, and the adapters for tox,
-nox, make, BUILD files and pytest are found through the ``memotest`` entry-point group
-like any third-party plugin. A plugin that fails to import is reported by name and left
-out; it is an error only when it was the one asked for (``--from NAME``). Modules named
-in ``MEMOTEST_PLUGINS`` (comma-separated, importable) are registered too, as pytest's
-``PYTEST_PLUGINS``: the way to try a plugin without packaging it.
+The core is plugins too: the targets-file loader, the terminal reporter and
+the JSON/JUnit reports are registered here as built-in plugins, and the adapters for other
+tools are found through the ``memotest`` entry-point group like any third-party plugin. A
+plugin that fails to import is reported by name and left out; it is an error only when it
+was the one asked for (``--from NAME``). Modules named in ``MEMOTEST_PLUGINS``
+(comma-separated, importable) are registered too: the way to try a plugin without
+packaging it.
+
+A plugin's hook implementations are checked against the specs in :mod:`memotest.hookspecs`
+once every plugin is registered, and again after ``memotest_configure`` (which may register
+more): a misspelled hook is a usage error naming it, not a hook silently never called.
+
+A command that configures plugins does it through :func:`configured`:
+``memotest_configure`` (historic: a plugin registered later gets it too), then
+``memotest_unconfigure`` once when the command ends, whether it succeeded or not.
+
+The manager is the process's (:func:`manager`): a command line and the drivers that run
+inside other tools (tox, nox, make) share it; it holds no per-command state.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -35,6 +49,30 @@ BUILTIN = (
 ENTRY_POINT_GROUP = "memotest"
 
 
+class PluginManager(pluggy.PluginManager):
+    """pluggy's manager, plus the installed plugins that failed to import (name -> error)."""
+
+    def __init__(self) -> None:
+        super().__init__("memotest")
+        self.broken: dict[str, str] = {}
+
+    def check_pending(self) -> None:
+        """pluggy's check, as a one-line :class:`UsageError` naming the plugin, the hook
+        and the hook it probably meant."""
+        known = sorted(n for n in vars(self.hook) if getattr(self.hook, n).has_spec())
+        for name, caller in vars(self.hook).items():
+            if name.startswith("_") or caller.has_spec():
+                continue
+            for impl in caller.get_hookimpls():
+                if impl.optionalhook:
+                    continue
+                hint = difflib.get_close_matches(name, known, n=1)
+                raise UsageError(
+                    f"plugin {impl.plugin_name!r} defines {name}, which is not a memotest hook"
+                    + (f" (did you mean {hint[0]}?)" if hint else "")
+                )
+
+
 @dataclass
 class LoadRequest:
     """What ``memotest_load_targets`` is asked to load (see the hook)."""
@@ -45,32 +83,14 @@ class LoadRequest:
     options: argparse.Namespace = field(default_factory=argparse.Namespace)
 
 
-@dataclass
-class Config:
-    """The parsed command line and the plugin manager, handed to hooks."""
-
-    options: argparse.Namespace
-    pluginmanager: pluggy.PluginManager
-    broken: dict[str, str] = field(default_factory=dict)  # plugin name -> import error
-
-    @property
-    def hook(self) -> Any:
-        return self.pluginmanager.hook
+_manager: PluginManager | None = None
 
 
-class PluginError(UsageError):
-    """A plugin raised: the message names the plugin and the hook."""
-
-
-_manager: pluggy.PluginManager | None = None
-_broken: dict[str, str] = {}
-
-
-def manager() -> pluggy.PluginManager:
+def manager() -> PluginManager:
     """The process's plugin manager, with built-in and installed plugins registered."""
     global _manager
     if _manager is None:
-        pm = pluggy.PluginManager("memotest")
+        pm = PluginManager()
         pm.add_hookspecs(hookspecs)
         for name in BUILTIN:
             pm.register(importlib.import_module(name), name=name.rsplit(".", 1)[1])
@@ -80,7 +100,7 @@ def manager() -> pluggy.PluginManager:
             try:
                 plugin = ep.load()
             except Exception as exc:  # any import failure is reported, not raised
-                _broken[ep.name] = f"{type(exc).__name__}: {exc}"
+                pm.broken[ep.name] = f"{type(exc).__name__}: {exc}"
                 print(
                     f"memotest: warning: plugin {ep.name!r} ({ep.value}) failed to load and "
                     f"is left out: {type(exc).__name__}: {exc}",
@@ -98,13 +118,39 @@ def manager() -> pluggy.PluginManager:
                 raise UsageError(
                     f"MEMOTEST_PLUGINS: cannot load {modname!r}: {type(exc).__name__}: {exc}"
                 ) from None
+        pm.check_pending()
         _manager = pm
     return _manager
 
 
-def broken_plugins() -> dict[str, str]:
-    manager()
-    return dict(_broken)
+@dataclass
+class Config:
+    """The parsed command line and the plugin manager, handed to every hook.
+
+    Inside another tool (tox, nox, make) there is no memotest command line: ``Config()``
+    has empty ``options`` there (read them with ``getattr(config.options, NAME, None)``).
+    """
+
+    options: argparse.Namespace = field(default_factory=argparse.Namespace)
+    pluginmanager: PluginManager = field(default_factory=manager)
+
+    @property
+    def hook(self) -> Any:
+        return self.pluginmanager.hook
+
+
+@contextmanager
+def configured(options: argparse.Namespace) -> Iterator[Config]:
+    """The command's :class:`Config`, configured: ``memotest_configure`` on entry (and
+    the hook check again, for plugins registered by it), ``memotest_unconfigure`` once on
+    exit, also when the command failed or ``memotest_configure`` itself raised."""
+    config = Config(options)
+    try:
+        call("memotest_configure", config=config)
+        config.pluginmanager.check_pending()
+        yield config
+    finally:
+        call("memotest_unconfigure", config=config)
 
 
 def plugin_names() -> list[str]:
@@ -113,10 +159,14 @@ def plugin_names() -> list[str]:
 
 
 def call(hook_name: str, **kwargs: Any) -> Any:
-    """Calls a hook; an exception from a plugin becomes a :class:`PluginError` naming it
-    (a :class:`ConfigError` or :class:`UsageError` passes through unchanged)."""
+    """Calls a hook (a historic one through ``call_historic``, so that plugins registered
+    later get the call too); an exception from a plugin becomes a :class:`PluginError`
+    naming it (a :class:`ConfigError` or :class:`UsageError` passes through unchanged)."""
     hook = getattr(manager().hook, hook_name)
     try:
+        if hook.is_historic():
+            hook.call_historic(kwargs=kwargs)
+            return None
         return hook(**kwargs)
     except UsageError:
         raise
@@ -127,6 +177,10 @@ def call(hook_name: str, **kwargs: Any) -> Any:
             if who
             else f"{hook_name} failed: {type(exc).__name__}: {exc}"
         ) from exc
+
+
+class PluginError(UsageError):
+    """A plugin raised: the message names the plugin and the hook."""
 
 
 def blame(exc: BaseException) -> str | None:
@@ -146,14 +200,21 @@ def blame(exc: BaseException) -> str | None:
     return found
 
 
-def load_project(options: argparse.Namespace, cwd: Path | None = None) -> Any:
+def ignore_patterns(config: Config) -> tuple[str, ...]:
+    """The paths plugins say are never inputs (``memotest_ignore``), in call order."""
+    return tuple(p for patterns in call("memotest_ignore", config=config) for p in patterns)
+
+
+def load_project(config: Config, cwd: Path | None = None) -> Any:
     """Loads the targets named by ``-f``/``--from`` (or found in ``cwd``) via plugins."""
+    options = config.options
     source = getattr(options, "source", None)
     path = Path(options.file) if getattr(options, "file", None) else None
-    if source and source in _broken:
-        raise UsageError(f"--from {source}: the plugin failed to load: {_broken[source]}")
+    broken = config.pluginmanager.broken
+    if source and source in broken:
+        raise UsageError(f"--from {source}: the plugin failed to load: {broken[source]}")
     request = LoadRequest(path=path, source=source, cwd=cwd or Path.cwd(), options=options)
-    project = call("memotest_load_targets", request=request)
+    project = call("memotest_load_targets", request=request, config=config)
     if project is None:
         if source:
             known = ", ".join(plugin_names())

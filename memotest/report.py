@@ -1,20 +1,13 @@
-"""Reports of a build: the terminal status lines, the JSON report and JUnit XML.
-
-Status lines follow ninja and Bazel: one line per finished target, ``[3/12] PASSED name
-1.2s``, cached ones as ``(cached) PASSED``, the log of every failed target, and a summary
-with the time cached targets saved. On a terminal a transient line shows what is running.
+"""The results of a build (:class:`TargetResult`, :class:`Summary`) and the files that
+report them: the JSON report and JUnit XML. The terminal's status lines are the built-in
+plugin :mod:`memotest.builtin.terminal`.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import sys
-import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
-from typing import TextIO
 
 STATUSES = ("passed", "failed", "cached", "timeout", "error", "skipped")
 
@@ -85,94 +78,6 @@ class Summary:
                 for r in self.results
             ],
         }
-
-
-def _fmt_time(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    m, s = divmod(int(seconds), 60)
-    return f"{m}m{s:02d}s"
-
-
-class TerminalReporter:
-    """Writes status lines to ``out`` (stdout by default)."""
-
-    def __init__(self, out: TextIO | None = None, *, verbose: bool = False) -> None:
-        self.out = out or sys.stdout
-        self.verbose = verbose
-        self.tty = self.out.isatty() and os.environ.get("TERM") != "dumb"
-        self.total = 0
-        self.done = 0
-        self._transient = False
-        self._started = time.monotonic()
-
-    def _clear(self) -> None:
-        if self._transient:
-            self.out.write("\r\x1b[K")
-            self._transient = False
-
-    def start(self, total: int) -> None:
-        self.total = total
-        self._started = time.monotonic()
-
-    def running(self, names: list[str]) -> None:
-        """The targets now running (shown on a terminal only)."""
-        if not self.tty or not names:
-            return
-        self._clear()
-        width = shutil.get_terminal_size((100, 24)).columns - 20
-        shown = ", ".join(names)
-        if len(shown) > width:
-            shown = shown[: max(width - 3, 10)] + "..."
-        self.out.write(f"[{self.done}/{self.total}] running {shown}")
-        self.out.flush()
-        self._transient = True
-
-    def result(self, r: TargetResult) -> None:
-        self.done += 1
-        self._clear()
-        label = {"cached": "(cached) PASSED"}.get(r.status, r.status.upper())
-        if r.flaky:
-            label += " (flaky)"
-        line = f"[{self.done}/{self.total}] {label} {r.name}"
-        if r.status != "skipped":
-            line += f" {_fmt_time(r.duration)}"
-        shown = r.status in ("skipped", "error") or (self.verbose and r.status != "cached")
-        if r.reason and shown:
-            line += f" ({r.reason})"
-        self.out.write(line + "\n")
-        if self.verbose and r.note:
-            self.out.write(f"  {r.note}\n")
-        if r.status in ("failed", "timeout", "error") and r.log:
-            text = r.log.decode("utf-8", "replace")
-            self.out.write(text if text.endswith("\n") else text + "\n")
-        self.out.flush()
-
-    def finish(self, summary: Summary) -> None:
-        self._clear()
-        if summary.audit:
-            a = summary.audit
-            self.out.write(
-                f"audit: re-ran {len(a['audited'])} cached target(s) (seed {a['seed']}): "
-                + (f"{len(a['errors'])} memoization error(s)" if a["errors"] else "all agreed")
-                + "\n"
-            )
-            for err in a["errors"]:
-                self.out.write(f"memoization error: {err}\n")
-        for e in summary.hazards:
-            self.out.write(
-                f"hazard: {e.after} ran alongside {e.before} and they conflict on {e.path}; "
-                "both ran again alone, and from now on they run in that order\n"
-            )
-        parts = [f"{summary.count(s)} {s}" for s in STATUSES if summary.count(s)]
-        line = f"{len(summary.results)} targets: {', '.join(parts) or 'nothing to do'}"
-        line += f" in {_fmt_time(summary.duration)}"
-        if summary.saved:
-            line += f" (cache saved {_fmt_time(summary.saved)})"
-        if summary.first_failure is not None:
-            line += f"; first failure after {_fmt_time(summary.first_failure)}"
-        self.out.write(line + "\n")
-        self.out.flush()
 
 
 def write_json(summary: Summary, path: str) -> None:

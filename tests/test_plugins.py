@@ -87,3 +87,147 @@ def test_a_plugin_that_fails_to_import_is_left_out(tmp_path):
     proc = memotest("build", "--from", "broken", cwd=tmp_path, env=env)
     assert proc.returncode == 2
     assert "--from broken: the plugin failed to load" in proc.stderr.decode()
+
+
+def test_a_misspelled_hook_is_a_usage_error_naming_it(tmp_path):
+    install(
+        tmp_path,
+        "memotest_typo",
+        textwrap.dedent("""
+            from memotest.hookspecs import hookimpl
+
+            @hookimpl
+            def memotest_reprot(summary, config):
+                pass
+        """),
+    )
+    (tmp_path / "memotest.toml").write_text('[targets.a]\ncommand = "touch ran"\n')
+    env = env_with(tmp_path, "memotest_typo")
+    for command in (["build"], ["explain", "a"], ["list"]):
+        proc = memotest(*command, cwd=tmp_path, env=env)
+        err = proc.stderr.decode()
+        assert proc.returncode == 2, err
+        assert err == (
+            "memotest: plugin 'memotest_typo' defines memotest_reprot, which is not a "
+            "memotest hook (did you mean memotest_report?)\n"
+        )
+    assert not (tmp_path / "ran").exists()
+
+
+LATE = """
+    import sys
+
+    from memotest.hookspecs import hookimpl
+
+
+    class Late:
+        @hookimpl
+        def memotest_addoption(self, parser, pluginmanager):
+            print(f"late addoption {parser.prog}", file=sys.stderr)
+
+        @hookimpl
+        def memotest_configure(self, config):
+            print("late configure", file=sys.stderr)
+
+
+    @hookimpl
+    def memotest_configure(config):
+        config.pluginmanager.register(Late(), "late")
+
+
+    @hookimpl
+    def memotest_unconfigure(config):
+        late = config.pluginmanager.get_plugin("late")
+        print(f"unconfigure (late {'registered' if late else 'missing'})", file=sys.stderr)
+"""
+
+
+def test_a_plugin_registered_in_configure_gets_the_historic_hooks(tmp_path):
+    install(tmp_path, "memotest_late", textwrap.dedent(LATE))
+    (tmp_path / "memotest.toml").write_text('[targets.a]\ncommand = "true"\n')
+    proc = memotest("build", cwd=tmp_path, env=env_with(tmp_path, "memotest_late"))
+    err = proc.stderr.decode().splitlines()
+    assert proc.returncode == 0, err
+    # Both parsers' addoption calls are replayed, then the configure call, then unconfigure.
+    assert [line for line in err if line.startswith(("late", "unconfigure"))] == [
+        "late addoption memotest build",
+        "late addoption memotest explain",
+        "late configure",
+        "unconfigure (late registered)",
+    ]
+
+
+def test_unconfigure_is_called_once_also_after_an_error(tmp_path):
+    install(tmp_path, "memotest_late", textwrap.dedent(LATE))
+    env = env_with(tmp_path, "memotest_late")
+    (tmp_path / "memotest.toml").write_text('[targets.a]\ncommand = "true"\n')
+    for command in (["build", "nosuch"], ["explain", "nosuch"]):
+        proc = memotest(*command, cwd=tmp_path, env=env)
+        err = proc.stderr.decode()
+        assert proc.returncode == 2, err
+        assert "no target" in err or "nosuch" in err
+        assert err.count("unconfigure (late registered)") == 1
+    (tmp_path / "memotest.toml").write_text('[targets.a]\ncommand = "true"\nbad = 1\n')
+    proc = memotest("build", cwd=tmp_path, env=env)
+    assert proc.returncode == 2
+    assert proc.stderr.decode().count("unconfigure (late registered)") == 1
+    # show, list and graph do not configure plugins, so they do not unconfigure them.
+    (tmp_path / "memotest.toml").write_text('[targets.a]\ncommand = "true"\n')
+    proc = memotest("list", cwd=tmp_path, env=env)
+    assert proc.returncode == 0
+    assert "configure" not in proc.stderr.decode()
+
+
+def test_docs_list_every_hook_with_its_arguments():
+    import inspect
+
+    from memotest import hookspecs
+
+    specs = {
+        name: f"{name}({', '.join(inspect.signature(fn).parameters)})"
+        for name, fn in vars(hookspecs).items()
+        if name.startswith("memotest_")
+    }
+    listed = re.findall(
+        r"^\| `(memotest_\w+\([^)]*\))`", (REPO / "docs" / "plugins.md").read_text(), re.M
+    )
+    assert sorted(listed) == sorted(specs.values())
+    for name, fn in vars(hookspecs).items():
+        if name.startswith("memotest_"):
+            assert "config" in inspect.signature(fn).parameters or name == "memotest_addoption"
+            assert re.search(r"Example[^:]*::", fn.__doc__ or ""), name
+
+
+def test_a_plugin_adds_default_ignore_patterns(tmp_path):
+    install(
+        tmp_path,
+        "memotest_cachedir",
+        textwrap.dedent("""
+            from memotest.hookspecs import hookimpl
+
+            @hookimpl
+            def memotest_ignore(config):
+                return ["**/.tool_cache/**"]
+        """),
+    )
+    (tmp_path / ".tool_cache").mkdir()
+    (tmp_path / ".tool_cache" / "state").write_text("1")
+    (tmp_path / "src").write_text("1")
+    (tmp_path / "memotest.toml").write_text('[targets.a]\ncommand = "cat .tool_cache/state src"\n')
+    env = env_with(tmp_path, "memotest_cachedir")
+    assert memotest("build", cwd=tmp_path, env=env).returncode == 0
+    (tmp_path / ".tool_cache" / "state").write_text("2")
+    proc = memotest("build", cwd=tmp_path, env=env)
+    assert "(cached) PASSED a" in proc.stdout.decode()
+    # Without the plugin the cache is an input like any file.
+    bare = env_with(tmp_path, "")
+    assert memotest("build", "--force", cwd=tmp_path, env=bare).returncode == 0
+    (tmp_path / ".tool_cache" / "state").write_text("3")
+    proc = memotest("build", cwd=tmp_path, env=bare)
+    assert "[1/1] PASSED a" in proc.stdout.decode()
+
+
+def test_pytest_cache_stays_ignored_by_default():
+    from memotest.config import Settings
+
+    assert "**/.pytest_cache/**" in Settings().ignore

@@ -17,8 +17,7 @@ offline; drop that to give each session its own venv (then the venv is an input 
 """
 
 import nox
-
-from memotest.nox import memoized
+from memotest_nox import memoized
 
 nox.options.default_venv_backend = "none"
 

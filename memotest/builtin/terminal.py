@@ -1,35 +1,129 @@
-"""Built-in plugin: the terminal reporter (status lines, failed logs, the summary)."""
+"""Built-in plugin: the terminal reporter (status lines, failed logs, the summary).
+
+Status lines follow ninja and Bazel: one line per finished target, ``[3/12] PASSED name
+1.2s``, cached ones as ``(cached) PASSED``, the log of every failed target, and a summary
+with the time cached targets saved. On a terminal a transient line shows what is running.
+
+The reporter is an object registered as a plugin (named ``terminalreporter``) by
+``memotest_configure`` and unregistered by ``memotest_unconfigure``: each configured
+command has its own, and a plugin may replace it
+(``config.pluginmanager.get_plugin("terminalreporter")``).
+"""
 
 from __future__ import annotations
+
+import os
+import shutil
+import sys
+from typing import TextIO
 
 from memotest.hookspecs import hookimpl
 from memotest.model import Target
 from memotest.plugins import Config
-from memotest.report import Summary, TargetResult, TerminalReporter
+from memotest.report import STATUSES, Summary, TargetResult
 
-_reporter: TerminalReporter | None = None
-
-
-@hookimpl
-def memotest_build_start(targets: list[Target], config: Config) -> None:
-    global _reporter
-    _reporter = TerminalReporter(verbose=bool(getattr(config.options, "verbose", False)))
-    _reporter.start(len(targets))
+NAME = "terminalreporter"
 
 
 @hookimpl
-def memotest_target_running(names: list[str]) -> None:
-    if _reporter is not None:
-        _reporter.running(names)
+def memotest_configure(config: Config) -> None:
+    config.pluginmanager.register(TerminalReporter(config), NAME)
 
 
 @hookimpl
-def memotest_after_target(target: Target, result: TargetResult) -> None:
-    if _reporter is not None:
-        _reporter.result(result)
+def memotest_unconfigure(config: Config) -> None:
+    reporter = config.pluginmanager.get_plugin(NAME)
+    if reporter is not None:
+        config.pluginmanager.unregister(reporter)
 
 
-@hookimpl(trylast=True)
-def memotest_report(summary: Summary, config: Config) -> None:
-    if _reporter is not None:
-        _reporter.finish(summary)
+def _fmt_time(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    m, s = divmod(int(seconds), 60)
+    return f"{m}m{s:02d}s"
+
+
+class TerminalReporter:
+    """Writes status lines to ``out`` (stdout by default)."""
+
+    def __init__(self, config: Config, out: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+        self.verbose = bool(getattr(config.options, "verbose", False))
+        self.tty = self.out.isatty() and os.environ.get("TERM") != "dumb"
+        self.total = 0
+        self.done = 0
+        self._transient = False
+
+    def _clear(self) -> None:
+        if self._transient:
+            self.out.write("\r\x1b[K")
+            self._transient = False
+
+    @hookimpl
+    def memotest_build_start(self, targets: list[Target]) -> None:
+        self.total = len(targets)
+        self.done = 0
+
+    @hookimpl
+    def memotest_target_running(self, names: list[str]) -> None:
+        """The targets now running (shown on a terminal only)."""
+        if not self.tty or not names:
+            return
+        self._clear()
+        width = shutil.get_terminal_size((100, 24)).columns - 20
+        shown = ", ".join(names)
+        if len(shown) > width:
+            shown = shown[: max(width - 3, 10)] + "..."
+        self.out.write(f"[{self.done}/{self.total}] running {shown}")
+        self.out.flush()
+        self._transient = True
+
+    @hookimpl
+    def memotest_after_target(self, result: TargetResult) -> None:
+        r = result
+        self.done += 1
+        self._clear()
+        label = {"cached": "(cached) PASSED"}.get(r.status, r.status.upper())
+        if r.flaky:
+            label += " (flaky)"
+        line = f"[{self.done}/{self.total}] {label} {r.name}"
+        if r.status != "skipped":
+            line += f" {_fmt_time(r.duration)}"
+        shown = r.status in ("skipped", "error") or (self.verbose and r.status != "cached")
+        if r.reason and shown:
+            line += f" ({r.reason})"
+        self.out.write(line + "\n")
+        if self.verbose and r.note:
+            self.out.write(f"  {r.note}\n")
+        if r.status in ("failed", "timeout", "error") and r.log:
+            text = r.log.decode("utf-8", "replace")
+            self.out.write(text if text.endswith("\n") else text + "\n")
+        self.out.flush()
+
+    @hookimpl(trylast=True)
+    def memotest_report(self, summary: Summary) -> None:
+        self._clear()
+        if summary.audit:
+            a = summary.audit
+            self.out.write(
+                f"audit: re-ran {len(a['audited'])} cached target(s) (seed {a['seed']}): "
+                + (f"{len(a['errors'])} memoization error(s)" if a["errors"] else "all agreed")
+                + "\n"
+            )
+            for err in a["errors"]:
+                self.out.write(f"memoization error: {err}\n")
+        for e in summary.hazards:
+            self.out.write(
+                f"hazard: {e.after} ran alongside {e.before} and they conflict on {e.path}; "
+                "both ran again alone, and from now on they run in that order\n"
+            )
+        parts = [f"{summary.count(s)} {s}" for s in STATUSES if summary.count(s)]
+        line = f"{len(summary.results)} targets: {', '.join(parts) or 'nothing to do'}"
+        line += f" in {_fmt_time(summary.duration)}"
+        if summary.saved:
+            line += f" (cache saved {_fmt_time(summary.saved)})"
+        if summary.first_failure is not None:
+            line += f"; first failure after {_fmt_time(summary.first_failure)}"
+        self.out.write(line + "\n")
+        self.out.flush()

@@ -7,7 +7,7 @@ import os
 
 from memotest import plugins
 from memotest.build import Build, Options, interrupt_on_sigterm, select
-from memotest.commands.common import add_file_option, load_project, open_store
+from memotest.commands.common import add_file_option, open_store
 from memotest.errors import UsageError
 from memotest.store import Store
 from memotest.tracer.warm import close_shared_pool, shared_pool
@@ -78,7 +78,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "pyproject.toml, entry_points.txt and *.gz files whole: not by the code, the entries, "
         "the table, the entry points and the gzip data a forked pytest run used",
     )
-    plugins.call("memotest_addoption", parser=p)
+    plugins.call("memotest_addoption", parser=p, pluginmanager=plugins.manager())
     p.set_defaults(run=run)
 
 
@@ -93,11 +93,15 @@ def _fraction(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    with plugins.configured(args) as config:
+        return build(config)
+
+
+def build(config: plugins.Config) -> int:
+    args = config.options
     shared_pool().preload = not args.no_preload
     shared_pool().code_level = not args.whole_files
-    config = plugins.Config(args, plugins.manager())
-    plugins.call("memotest_configure", config=config)
-    project = load_project(args)
+    project = plugins.load_project(config)
     targets = select(project, args.targets)
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("build: -j must be at least 1")

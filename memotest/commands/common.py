@@ -1,4 +1,5 @@
-"""What the commands that work on targets share: -f/--from, loading, opening the store."""
+"""What the commands that work on targets share: -f/--from, loading or finding records,
+opening the store."""
 
 from __future__ import annotations
 
@@ -28,12 +29,8 @@ def add_file_option(p: argparse.ArgumentParser) -> None:
         "--from",
         dest="source",
         metavar="NAME",
-        help="load the targets with the named plugin (e.g. tox, nox, make, rules, pytest)",
+        help="load the targets with the named plugin (e.g. tox, nox, make, rules)",
     )
-
-
-def load_project(args: argparse.Namespace) -> Project:
-    return plugins.load_project(args)
 
 
 def open_store(project: Project, *, lock: bool) -> Store:
@@ -90,19 +87,19 @@ class Recorded:
 
 
 def load_or_recorded(
-    args: argparse.Namespace, names: list[str] | None
+    config: plugins.Config, names: list[str] | None
 ) -> tuple[Project | None, Recorded | None]:
     """The project, or, when there is none or it does not define the names, the store's
     records of those names (:class:`Recorded`). Raises the project's error otherwise."""
     try:
-        project = load_project(args)
+        project = plugins.load_project(config)
         if names:
             from memotest.build import select
 
             select(project, names)
         return project, None
     except (ConfigError, UsageError):
-        recorded = Recorded.find(args, names)
+        recorded = Recorded.find(config.options, names)
         if recorded is None:
             raise
         return None, recorded

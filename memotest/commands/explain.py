@@ -22,13 +22,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("targets", nargs="+", metavar="TARGET")
     add_file_option(p)
-    plugins.call("memotest_addoption", parser=p)
+    plugins.call("memotest_addoption", parser=p, pluginmanager=plugins.manager())
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    plugins.call("memotest_configure", config=plugins.Config(args, plugins.manager()))
-    project, recorded = load_or_recorded(args, args.targets)
+    with plugins.configured(args) as config:
+        return explain(config)
+
+
+def explain(config: plugins.Config) -> int:
+    args = config.options
+    project, recorded = load_or_recorded(config, args.targets)
     if recorded is not None:
         return explain_records(recorded)
     assert project is not None

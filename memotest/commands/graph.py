@@ -6,7 +6,8 @@ import argparse
 import json
 
 from memotest import schedule
-from memotest.commands.common import add_file_option, load_project, open_store
+from memotest.commands.common import add_file_option, open_store
+from memotest.plugins import Config, load_project
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -24,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    project = load_project(args)
+    project = load_project(Config(args))
     targets = list(project.targets.values())
     serial = schedule.serial_order(targets)
     with open_store(project, lock=False) as store:

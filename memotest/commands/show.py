@@ -7,8 +7,9 @@ import sys
 from collections import Counter
 
 from memotest.build import select
-from memotest.commands.common import add_file_option, load_or_recorded, load_project, open_store
+from memotest.commands.common import add_file_option, load_or_recorded, open_store
 from memotest.errors import UsageError
+from memotest.plugins import Config, load_project
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -49,7 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def show(args: argparse.Namespace) -> int:
-    project, recorded = load_or_recorded(args, [args.target])
+    project, recorded = load_or_recorded(Config(args), [args.target])
     if recorded is not None:
         project = recorded.project
         print(recorded.note(), file=sys.stderr)
@@ -87,7 +88,7 @@ def show(args: argparse.Namespace) -> int:
 
 
 def list_targets(args: argparse.Namespace) -> int:
-    project, recorded = load_or_recorded(args, None)
+    project, recorded = load_or_recorded(Config(args), None)
     if recorded is not None:
         width = max(len(n) for n in recorded.records)
         for name, rec in sorted(recorded.records.items()):
@@ -107,7 +108,7 @@ def list_targets(args: argparse.Namespace) -> int:
 
 
 def clean(args: argparse.Namespace) -> int:
-    project = load_project(args)
+    project = load_project(Config(args))
     with open_store(project, lock=True) as store:
         if args.gc:
             before = store.size_bytes()

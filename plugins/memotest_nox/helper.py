@@ -3,7 +3,7 @@
 Usage in a noxfile::
 
     import nox
-    from memotest.nox import memoized
+    from memotest_nox import memoized
 
     @nox.session
     @memoized
@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
-from memotest.config import DEFAULT_IGNORE, DEFAULT_PASS_ENV, Settings
+from memotest.config import DEFAULT_PASS_ENV, Settings, default_ignore
 from memotest.memo import MemoResult, run_memoized
 from memotest.model import SourceLocation, Target
 from memotest.store import StoreError
@@ -293,7 +293,7 @@ def _run(
     session_vars = {k for k, v in {**venv.env, **env}.items() if v is not None}
     settings = Settings(
         pass_env=tuple(dict.fromkeys((*DEFAULT_PASS_ENV, *sorted(session_vars), *extra_pass_env))),
-        ignore=DEFAULT_IGNORE + extra_ignore,
+        ignore=default_ignore() + extra_ignore,
     )
     target = Target(
         name=name,

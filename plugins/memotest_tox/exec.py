@@ -110,10 +110,10 @@ def run_plainly(spec: Mapping[str, Any], environ: Mapping[str, str]) -> int:
 
 
 def memoized(spec: Mapping[str, Any], environ: dict[str, str]) -> int:
-    from memotest.config import DEFAULT_IGNORE, Settings
+    from memotest.config import Settings
     from memotest.memo import run_memoized
 
-    settings = Settings(pass_env=pass_env(environ, spec), ignore=DEFAULT_IGNORE)
+    settings = Settings(pass_env=pass_env(environ, spec))
     try:
         result = run_memoized(
             target_of(spec),

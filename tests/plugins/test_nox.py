@@ -130,7 +130,7 @@ def test_broken_noxfile_is_a_configuration_error(tmp_path, source, line, error):
 HELPER_NOXFILE = """
     import os
     import nox
-    from memotest.nox import memoized
+    from memotest_nox import memoized
 
     @nox.session(venv_backend="none")
     @memoized
@@ -236,7 +236,7 @@ def _wheel(folder: Path, version: str) -> None:
 VENV_NOXFILE = """
     import glob
     import nox
-    from memotest.nox import memoized
+    from memotest_nox import memoized
 
     @nox.session(venv_backend="virtualenv")
     @memoized
