@@ -130,9 +130,10 @@ class Trace:
     first_change: dict[str, str] = field(default_factory=dict)
     started_ns: int = 0
     finished_ns: int = 0
-    #: Python source files (and ``pyproject.toml`` files) that another process than the
-    #: command's own (a subprocess, or the warm worker it was forked from) read or stat'ed.
-    py_elsewhere: set[str] = field(default_factory=set)
+    #: Paths that another process than the command's own (a subprocess, or the warm
+    #: worker it was forked from) read or stat'ed: such a file stays whole (a finer kind
+    #: holds only for what the command's own process did).
+    read_elsewhere: set[str] = field(default_factory=set)
     #: For a run forked from a warm worker (``tracer/warm.py``): the ``.py`` files only
     #: the import system read, mapped to the code objects of them the run executed, as
     #: ``[qualified name, first line, check digest]`` (``tracer/codemap.py``). None when

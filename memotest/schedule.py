@@ -23,6 +23,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from memotest.inputs.registry import is_listing
 from memotest.model import Kind, Target
 
 #: Edges learned from hazards are kept in the store under this key.
@@ -49,7 +50,7 @@ class Footprint:
         that created or deleted an entry; by default every write is assumed to."""
         fp = cls()
         for path, kind in inputs:
-            (fp.listed if kind in (Kind.LISTING, Kind.ENTRIES) else fp.reads).add(path)
+            (fp.listed if is_listing(kind) else fp.reads).add(path)
         fp.writes = set(writes)
         changed = fp.writes if entry_changes is None else set(entry_changes)
         fp.entry_dirs = {os.path.dirname(p) for p in changed}

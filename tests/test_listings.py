@@ -10,7 +10,7 @@ from conftest import build_statuses, memotest, write_tree
 
 from memotest.model import Kind
 from memotest.store import Store
-from memotest.tracer import listings
+from memotest.inputs import entries as entries_kind
 
 A = "pytest:tests/test_a.py"
 B = "pytest:tests/test_b.py"
@@ -146,17 +146,17 @@ def test_whole_files_keeps_every_listing_whole(tmp_path):
 
 def test_the_record_names_what_was_looked_for_and_what_was_there():
     looked = ["a", "a.py", "b.py"]
-    blob = listings.entries_record(
+    blob = entries_kind.entries_record(
         looked, ["*.csv", "i:*.dist-info"], ["a.py", "x.CSV", "Foo.DIST-INFO"]
     )
     assert (
-        listings.entries_changed(blob, ["a.py", "x.CSV", "Foo.DIST-INFO", "c.py", "d.txt"]) is None
+        entries_kind.entries_changed(blob, ["a.py", "x.CSV", "Foo.DIST-INFO", "c.py", "d.txt"]) is None
     )
-    assert listings.entries_changed(blob, ["a.py", "x.CSV", "Foo.DIST-INFO", "b.py", "y.csv"]) == (
+    assert entries_kind.entries_changed(blob, ["a.py", "x.CSV", "Foo.DIST-INFO", "b.py", "y.csv"]) == (
         ["b.py", "y.csv"],
         [],
     )
-    assert listings.entries_changed(blob, ["x.CSV"]) == ([], ["Foo.DIST-INFO", "a.py"])
+    assert entries_kind.entries_changed(blob, ["x.CSV"]) == ([], ["Foo.DIST-INFO", "a.py"])
 
 
 def test_the_worker_source_defines_each_name_once():
