@@ -111,12 +111,12 @@ class Ignore:
 
 def is_loopback(address: str) -> bool:
     """Whether a ``connect`` address (as the shim writes it) stays on this machine."""
-    kind, _, rest = address.partition(":")
-    if kind == "unix":
+    family, _, rest = address.partition(":")
+    if family == "unix":
         return True
-    if kind == "inet":
+    if family == "inet":
         host = rest.rsplit(":", 1)[0]
-    elif kind == "inet6":
+    elif family == "inet6":
         host = rest.rsplit(":", 1)[0].strip("[]")
     else:
         return False
@@ -157,10 +157,10 @@ def observe(trace: Trace, ignore: Ignore, *, allow_network: bool = False) -> Obs
         why.append(f"deleted a file it did not create: {foreign[0]}")
 
     added: set[tuple[str, Kind]] = set()
-    for kind in KINDS:
-        for path in kind.observed(trace):
-            if (path, kind.kind) not in added and not ignore(path):
-                added.add((path, kind.kind))
+    for each in KINDS:
+        for path in each.observed(trace):
+            if (path, each.kind) not in added and not ignore(path):
+                added.add((path, each.kind))
     obs.inputs = sorted(added)
     return obs
 

@@ -49,17 +49,17 @@ def make_record(
     obs = observe(trace, skip)
     if plugins.manager().hook.memotest_is_input.get_hookimpls():
         obs.inputs = [
-            (path, kind)
-            for path, kind in obs.inputs
+            (path, observed)
+            for path, observed in obs.inputs
             if plugins.call("memotest_is_input", path=path, target=target) is not False
         ]
     why = list(obs.uncacheable)
     inputs = []
-    for path, kind in obs.inputs:
+    for path, observed in obs.inputs:
         if _links_into_kernel_fs(path, states):
             continue  # /etc/mtab -> /proc/self/mounts: a kernel file system, never an input
         try:
-            fp, changes = kind_of(kind).after_run(path, states, trace)
+            fp, changes = kind_of(observed).after_run(path, states, trace)
         except OSError as exc:
             why.append(f"cannot fingerprint {path}: {exc.strerror or exc}")
             continue

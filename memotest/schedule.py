@@ -49,8 +49,8 @@ class Footprint:
         """From a record's inputs and writes. ``entry_changes`` are the written paths
         that created or deleted an entry; by default every write is assumed to."""
         fp = cls()
-        for path, kind in inputs:
-            (fp.listed if is_listing(kind) else fp.reads).add(path)
+        for path, observed in inputs:
+            (fp.listed if is_listing(observed) else fp.reads).add(path)
         fp.writes = set(writes)
         changed = fp.writes if entry_changes is None else set(entry_changes)
         fp.entry_dirs = {os.path.dirname(p) for p in changed}

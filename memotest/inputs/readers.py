@@ -29,7 +29,6 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import pluggy
 import xxhash
 
 from memotest import plugins
@@ -72,18 +71,18 @@ def part_digest(reader_name: str, part: bytes) -> str:
     return f"{reader_name}:{xxhash.xxh3_128_hexdigest(part)}"
 
 
-_registered: tuple[pluggy.PluginManager, tuple[Reader, ...], dict[str, Reader | None]] | None
-_registered = None
+#: The readers found, and the hook implementations they came from (a plugin registered
+#: later, or unregistered, makes them be asked again), with the reader of each base name.
+_found: tuple[tuple[object, ...], tuple[Reader, ...], dict[str, Reader | None]] | None = None
 
 
 def _table() -> tuple[tuple[Reader, ...], dict[str, Reader | None]]:
-    global _registered
-    pm = plugins.manager()
-    if _registered is None or _registered[0] is not pm:
+    global _found
+    impls = tuple(plugins.manager().hook.memotest_readers.get_hookimpls())
+    if _found is None or _found[0] != impls:
         found = plugins.call("memotest_readers")
-        readers = tuple(r for batch in found for r in batch)
-        _registered = (pm, readers, {})
-    return _registered[1], _registered[2]
+        _found = (impls, tuple(r for batch in found for r in batch), {})
+    return _found[1], _found[2]
 
 
 def registered() -> tuple[Reader, ...]:
@@ -96,12 +95,9 @@ def reader_for(path: str) -> Reader | None:
     its base name, or None."""
     readers, by_name = _table()
     name = os.path.basename(path)
-    found = by_name.get(name, False)
-    if found is False:
-        found = by_name[name] = next(
-            (r for r in readers if fnmatch.fnmatchcase(name, r.match)), None
-        )
-    return found
+    if name not in by_name:
+        by_name[name] = next((r for r in readers if fnmatch.fnmatchcase(name, r.match)), None)
+    return by_name[name]
 
 
 def digest_of(path: str, data: bytes) -> str:

@@ -4,8 +4,8 @@ A run forked from a warm worker reports the files that only their readers opened
 own process and its worker (``Trace.sections``: its audit hook checks every ``open``
 against the readers' callers, ``readers.worker_table``). The refinement turns such a
 ``file`` input, when no other process read the file and it is no symlink, into a
-``section`` input whose digest is its reader's digest of the part (``tool.pytest:...``,
-``entry-points:...``, ``gzip:...``): what the digest starts with says which part it holds
+``section`` input whose digest is its reader's digest of the part (``entry-points:...``,
+``gzip:...``): what the digest starts with, the reader's name, says which part it holds
 by. A reader with no callers does so for its files whoever read them. A file memotest
 cannot parse as its reader would, or that changed since it was fingerprinted, stays
 whole.

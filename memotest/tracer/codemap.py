@@ -41,14 +41,14 @@ def qualname(code):
 
 
 def _const(obj, nested):
-    kind = type(obj)
-    if kind is tuple:
+    cls = type(obj)
+    if cls is tuple:
         return "(" + ",".join(_const(x, nested) for x in obj) + ")"
-    if kind is frozenset:
+    if cls is frozenset:
         return "{" + ",".join(sorted(_const(x, nested) for x in obj)) + "}"
     if hasattr(obj, "co_code"):
         return nested(obj)
-    return kind.__name__ + ":" + repr(obj)
+    return cls.__name__ + ":" + repr(obj)
 
 
 def interface(code):
