@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import build_statuses, memotest, write_tree
 
+from memotest.inputs import code as code_kind
 from memotest.model import Kind
 from memotest.store import Store
-from memotest.inputs import code as code_kind
 from memotest.tracer import codemap
 
 A = "pytest:tests/test_a.py"

@@ -1,6 +1,6 @@
 """``pyproject.toml`` read only by pytest, for its ``tool.pytest`` table, and
 ``entry_points.txt`` read only by ``importlib.metadata``, for its entry points
-(``tracer/sections.py``): real pytest builds forked from a warm worker, real edits."""
+(``memotest/inputs/readers.py``): real pytest builds forked from a warm worker, real edits."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ import textwrap
 from pathlib import Path
 
 from conftest import build_statuses, memotest, write_tree
-
-from memotest.model import Kind
-from memotest.store import Store
 from memotest_pytest import readers as pytest_readers
 
 from memotest.builtin import readers as builtin_readers
 from memotest.inputs import readers
+from memotest.model import Kind
+from memotest.store import Store
 
 A = "pytest:tests/test_a.py"
 B = "pytest:tests/test_b.py"
