@@ -372,6 +372,7 @@ json.dump({"exit": int(code), "files": sorted(files), "errors": sorted(errors), 
 ATTRIBUTE = r"""
 import json, os, sys
 from memotest.fingerprint import FileStates
+from memotest.inputs.check import holds
 from memotest.store import Store
 root, spec = sys.argv[1], json.load(open(sys.argv[2]))
 changed = set(spec["changed"]) | set(spec["removed"])
@@ -388,13 +389,13 @@ try:
             kind = fp.kind.value
             if kind in ("file", "dir") and fp.path in changed:
                 causes.append(fp.path)
-            elif kind in ("code", "section") and fp.path in changed and not states.holds(fp):
+            elif kind in ("code", "section") and fp.path in changed and not holds(states, fp):
                 causes.append(fp.path)  # the code of it that ran, or pytest's table, changed
             elif kind == "absent" and fp.path in added:
                 causes.append(fp.path)
             elif kind == "list" and fp.path in parents:
                 causes.append(fp.path + "/")
-            elif kind == "entries" and fp.path in parents and not states.holds(fp):
+            elif kind == "entries" and fp.path in parents and not holds(states, fp):
                 causes.append(fp.path + "/")  # an entry its readers looked for came or went
         out[name] = {"status": rec.status, "cacheable": rec.cacheable, "causes": causes}
 finally:

@@ -37,7 +37,7 @@ state:
     target read: every target must stay cached.
 
 And for the Python files a ``--pytest`` target's record holds by the code of them that ran
-(``code`` inputs, ``memotest/tracer/codemap.py``), an edit that changes bytecode but moves
+(``code`` inputs, ``memotest/inputs/code.py``), an edit that changes bytecode but moves
 no line (``_soundness_probe = 1;`` put before the first statement of a function):
 
 12. ``code-ran``: to a function the run executed: it must re-run;
@@ -45,8 +45,8 @@ no line (``_soundness_probe = 1;`` put before the first statement of a function)
 14. ``code-not-ran``: to a function the run did not execute: it must stay cached.
 
 And for the folders a record holds by the entries its readers looked for (``entries``
-inputs, ``memotest/tracer/listings.py``), and the ``pyproject.toml`` it holds by its
-``tool.pytest`` table (``section`` inputs, ``memotest/tracer/sections.py``):
+inputs, ``memotest/inputs/entries.py``), and the ``pyproject.toml`` it holds by its
+``tool.pytest`` table (``section`` inputs, ``memotest/inputs/section.py``):
 
 15. ``entries-looked-for``: create an entry that was looked for and was not there (a
     folder of that name, which no import would take for a module: an empty folder is at

@@ -24,15 +24,16 @@ from memotest import keys as keymod
 from memotest import plugins, schedule
 from memotest.config import Project
 from memotest.errors import UsageError
-from memotest.fingerprint import FileStates
 from memotest.jobserver import Jobserver
 from memotest.model import Outcome, Target, Trace
+from memotest.observe import Ignore, file_states
 from memotest.plan import Fresh, Stale, plan
 from memotest.plugins import Config
+from memotest.record import make_record
 from memotest.report import Summary, TargetResult
+from memotest.rewritten import Before, snapshot
 from memotest.runner import Runner
 from memotest.store import STORE_DIR, Record, Store
-from memotest.validate import Before, Ignore, make_record, snapshot
 
 FLAKY_ATTEMPTS = 3
 
@@ -78,21 +79,6 @@ def select(project: Project, names: Iterable[str]) -> list[Target]:
                 wanted.add(need)
                 stack.append(need)
     return [t for n, t in project.targets.items() if n in wanted]
-
-
-def file_states(project: Project) -> FileStates:
-    """A build's file-system snapshot; ignored paths are left out of directory listings."""
-    ignore = Ignore(
-        project.settings.ignore, str(project.root), folders=[str(project.root / STORE_DIR)]
-    )
-    custom = None
-    hook = plugins.manager().hook.memotest_fingerprint
-    if hook.get_hookimpls():
-
-        def custom(path: str) -> str | None:
-            return plugins.call("memotest_fingerprint", path=path)
-
-    return FileStates(skip_entry=ignore, custom_digest=custom)
 
 
 class Build:

@@ -25,6 +25,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from memotest.config import Project
+    from memotest.inputs.readers import Reader
     from memotest.model import Target
     from memotest.plugins import Config, LoadRequest, PluginManager
     from memotest.report import Summary, TargetResult
@@ -145,22 +146,43 @@ def memotest_is_input(path: str, target: Target, config: Config) -> bool | None:
     """
 
 
-@hookspec(firstresult=True)
-def memotest_fingerprint(path: str, config: Config) -> str | None:
-    """A custom content fingerprint for a regular file, or None for the default
-    (xxh3-128 of the bytes). First result wins, as RTSLinux's ``cksum`` extension point.
-    Called in the main thread, only when a file's stat signature changed, so it may be
-    slower than hashing, but must be deterministic.
+@hookspec
+def memotest_readers(config: Config) -> list[Reader]:
+    """Readers this plugin knows: files that hold by a part of them when only certain
+    code read them (:class:`memotest.inputs.readers.Reader`). The results of all plugins
+    are concatenated; a path's reader is the first whose ``match`` fits its base name.
+    A reader with ``callers`` counts in runs forked from a warm worker, whose audit hook
+    checks each ``open`` against them; one without holds its files by their part
+    whoever read them. ``digest(data, path)`` must be deterministic and return
+    ``name + ":" + ...`` (``part_digest``), or ``UNPARSED`` for a file it cannot parse as
+    the reader would (it then stays whole).
 
-    Example (ignore a generated timestamp line)::
+    Called when a build, ``explain`` or a memoized command first needs the readers, in
+    the main thread; ``config`` may have no command line (inside tox, nox and make).
+
+    Example (a ``setup.cfg`` read by a configuration search, by one section)::
 
         @hookimpl
-        def memotest_fingerprint(path, config):
-            if not path.endswith(".gen.h"):
-                return None
-            text = Path(path).read_bytes()
-            body = b"".join(l for l in text.splitlines(True) if not l.startswith(b"// at "))
-            return xxhash.xxh3_128_hexdigest(body)
+        def memotest_readers(config):
+            def digest(data, path):
+                parser = configparser.ConfigParser(interpolation=None)
+                try:
+                    parser.read_string(data.decode("utf-8"))
+                    section = dict(parser["tool:mytool"]) if "tool:mytool" in parser else {}
+                except (ValueError, configparser.Error):
+                    return UNPARSED
+                return part_digest("tool:mytool", json.dumps(section, sort_keys=True).encode())
+
+            return [
+                Reader(
+                    name="tool:mytool",
+                    match="setup.cfg",
+                    callers=(Caller(files=("/mytool/config.py",)),),
+                    digest=digest,
+                    holds_by="its [tool:mytool] section",
+                    unparsed="no longer parses as an INI file",
+                )
+            ]
     """
 
 

@@ -19,9 +19,10 @@ from memotest.build import file_states
 from memotest.config import Project, Settings
 from memotest.model import Target
 from memotest.plan import Fresh, plan
+from memotest.record import make_record
+from memotest.rewritten import snapshot
 from memotest.runner import Runner
 from memotest.store import Store
-from memotest.validate import make_record, snapshot
 
 LOCK_TIMEOUT = 600.0
 

@@ -130,9 +130,10 @@ class Trace:
     first_change: dict[str, str] = field(default_factory=dict)
     started_ns: int = 0
     finished_ns: int = 0
-    #: Python source files (and ``pyproject.toml`` files) that another process than the
-    #: command's own (a subprocess, or the warm worker it was forked from) read or stat'ed.
-    py_elsewhere: set[str] = field(default_factory=set)
+    #: Paths that another process than the command's own (a subprocess, or the warm
+    #: worker it was forked from) read or stat'ed: such a file stays whole (a finer kind
+    #: holds only for what the command's own process did).
+    read_elsewhere: set[str] = field(default_factory=set)
     #: For a run forked from a warm worker (``tracer/warm.py``): the ``.py`` files only
     #: the import system read, mapped to the code objects of them the run executed, as
     #: ``[qualified name, first line, check digest]`` (``tracer/codemap.py``). None when
@@ -142,11 +143,11 @@ class Trace:
     #: listed.
     listed_elsewhere: set[str] = field(default_factory=set)
     #: For a run forked from a warm worker: the folders that only readers looking for
-    #: certain names listed, each with ``[names, patterns]`` (``tracer/listings.py``).
+    #: certain names listed, each with ``[names, patterns]`` (``memotest/inputs/entries.py``).
     listings: dict[str, list[list[str]]] | None = None
-    #: For a run forked from a warm worker: the ``pyproject.toml`` files only pytest's
-    #: configuration search opened, the ``entry_points.txt`` files only
-    #: ``importlib.metadata``'s entry point parser opened (``tracer/sections.py``).
+    #: For a run forked from a warm worker: the files that only their readers opened
+    #: (``memotest/inputs/readers.py``: an ``entry_points.txt`` opened by
+    #: ``importlib.metadata``'s entry point parser alone...).
     sections: set[str] | None = None
 
     @property
@@ -169,23 +170,23 @@ class Trace:
 
 
 class Kind(str, enum.Enum):
-    """How an input path is fingerprinted."""
+    """How an input path is fingerprinted: the stored names. Each is one module of
+    ``memotest/inputs/``, which says what it holds by."""
 
     FILE = "file"  #: content hash (xxh3-128) of what the path resolves to
     ABSENT = "absent"  #: the path did not exist (ENOENT/ENOTDIR)
     DIR = "dir"  #: the path is a directory (stat'ed, opened, not listed)
     LISTING = "list"  #: hash of the sorted entry names of a listed directory
     OTHER = "other"  #: exists and is neither file nor directory (fifo, socket, device)
-    #: a Python source file, by the code of it the run executed (``tracer/codemap.py``):
-    #: the digest names the CAS blob of the code objects' digests
+    #: a Python source file, by the code of it the run executed: the digest names the CAS
+    #: blob of the code objects' digests
     CODE = "code"
     #: a listed directory, by those of its entries that its readers looked for (the
-    #: import system, ``importlib.metadata``, ``glob``: ``tracer/listings.py``): the
-    #: digest names the CAS blob of what they looked for and what was there
+    #: import system, ``importlib.metadata``, ``glob``...): the digest names the CAS blob
+    #: of what they looked for and what was there
     ENTRIES = "entries"
-    #: a ``pyproject.toml`` only pytest read, an ``entry_points.txt`` only
-    #: ``importlib.metadata`` read: ``tool.pytest:`` or ``entry-points:`` and the xxh3-128
-    #: of what that reader takes (``tracer/sections.py``)
+    #: a file only its reader read (``memotest/inputs/readers.py``): the reader's name,
+    #: ``:`` and the xxh3-128 of the part it takes (``entry-points:...``)
     SECTION = "section"
 
 

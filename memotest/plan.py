@@ -21,9 +21,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memotest.fingerprint import FileStates, Refresh, describe_change
+from memotest.fingerprint import FileStates, Refresh
+from memotest.inputs.check import describe_change
+from memotest.inputs.registry import verifiers
 from memotest.keys import TargetKey
-from memotest.model import Kind, Target
+from memotest.model import Target
 from memotest.store import FpRow, InputList, Record, Store, default_recorder, split_output
 
 __all__ = ["STALE_KINDS", "Fresh", "Stale", "TargetKey", "plan"]
@@ -171,7 +173,7 @@ def plan(
     """
     recorder = recorder if recorder is not None else default_recorder()
     if states.blobs is None:
-        states.blobs = store.read_blob  # what CODE fingerprints name
+        states.blobs = store.read_blob  # what the digests of some kinds name
     records = store.records(t.name for t in targets)
     out: dict[str, Fresh | Stale] = {}
     pending: list[tuple[Target, Record, Any]] = []
@@ -212,7 +214,7 @@ def plan(
 
     invalid: set[int] = set()
     refresh: dict[int, tuple[Sequence[int], int]] = {}
-    verify = states.verify
+    verify = verifiers()
     # Newest first: when a path has several fingerprints, the current one (usually the
     # newest) is proven by its stat signature and the older ones fail without hashing.
     for fid in sorted(needed, reverse=True):
@@ -222,7 +224,8 @@ def plan(
             continue
         # row: id, path, kind, digest, link, mtime_ns, size, ino, ctime_ns, verified_ns
         sig = row[5:9] if row[5] is not None else None
-        verdict = verify(row[1], row[2], row[3], sig, row[9], row[4])
+        check = verify.get(row[2])
+        verdict = check(states, row[1], row[3], sig, row[9], row[4]) if check else False
         if verdict is True:
             continue
         if verdict is False:
@@ -251,7 +254,7 @@ def plan(
             first = known[0]
             detail = described.get(first.id)
             if detail is None:
-                detail = _describe(first, store, states)
+                detail = describe_change(first.fingerprint(), states) or "changed"
                 described[first.id] = detail
             reason = f"{first.path}: {detail}"
             if len(changed) > 1:
@@ -263,8 +266,3 @@ def plan(
     if refresh and store.locked:
         store.refresh(refresh)
     return out
-
-
-def _describe(row: FpRow, store: Store, states: FileStates) -> str:
-    names = store.listing_names(row.digest) if row.kind == Kind.LISTING.value else None
-    return describe_change(row.fingerprint(), states, names) or "changed"

@@ -45,6 +45,7 @@ BUILTIN = (
     "memotest.builtin.targets_file",
     "memotest.builtin.terminal",
     "memotest.builtin.reports",
+    "memotest.builtin.readers",
 )
 ENTRY_POINT_GROUP = "memotest"
 

@@ -23,6 +23,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from memotest.inputs.registry import is_listing
 from memotest.model import Kind, Target
 
 #: Edges learned from hazards are kept in the store under this key.
@@ -48,8 +49,8 @@ class Footprint:
         """From a record's inputs and writes. ``entry_changes`` are the written paths
         that created or deleted an entry; by default every write is assumed to."""
         fp = cls()
-        for path, kind in inputs:
-            (fp.listed if kind in (Kind.LISTING, Kind.ENTRIES) else fp.reads).add(path)
+        for path, observed in inputs:
+            (fp.listed if is_listing(observed) else fp.reads).add(path)
         fp.writes = set(writes)
         changed = fp.writes if entry_changes is None else set(entry_changes)
         fp.entry_dirs = {os.path.dirname(p) for p in changed}

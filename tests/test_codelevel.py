@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import build_statuses, memotest, write_tree
 
+from memotest.inputs import code as code_kind
 from memotest.model import Kind
 from memotest.store import Store
 from memotest.tracer import codemap
@@ -221,14 +222,14 @@ def test_record_refuses_code_the_file_does_not_have():
     source = b"def f():\n    assert 1\n    return 2\n"
     tree = codemap.compile_tree(source, "m.py")
     ran = [[codemap.qualname(c), c.co_firstlineno, codemap.check(c)] for c, _ in tree.values()]
-    blob = codemap.record(source, "m.py", ran)
+    blob = code_kind.record(source, "m.py", ran)
     assert blob is not None
     assert set(json.loads(blob)["code"]) == {"<module>#0", "f#0"}
     optimized = compile(source, "m.py", "exec", dont_inherit=True, optimize=1)
     f = next(c for c in optimized.co_consts if hasattr(c, "co_code"))
-    assert codemap.record(source, "m.py", [ran[0], ["f", 1, codemap.check(f)]]) is None
-    assert codemap.changed(blob, codemap.compile_tree(source, "m.py")) is None
-    assert codemap.changed(blob, SyntaxError("x")) == "it no longer compiles (SyntaxError)"
+    assert code_kind.record(source, "m.py", [ran[0], ["f", 1, codemap.check(f)]]) is None
+    assert code_kind.changed(blob, codemap.compile_tree(source, "m.py")) is None
+    assert code_kind.changed(blob, SyntaxError("x")) == "it no longer compiles (SyntaxError)"
 
 
 def test_the_extension_notes_code_run_in_every_thread():

@@ -17,9 +17,9 @@ from memotest.fingerprint import (
     FileStates,
     Fingerprint,
     Refresh,
-    describe_change,
     is_racy,
 )
+from memotest.inputs.check import check, describe_change, holds, verify
 from memotest.model import Input, Kind, StatSig
 
 AGE_S = RACY_WINDOW_NS / 1e9 + 0.2
@@ -59,10 +59,10 @@ def test_file_holds_until_content_changes(tmp_path: Path) -> None:
     rec = fp(p)
     assert rec.kind is Kind.FILE
     assert rec.digest == xxhash.xxh3_128_hexdigest(b"one\n")
-    assert FileStates().holds(rec)
+    assert holds(FileStates(), rec)
     write(tmp_path / "f.txt", "two, longer\n")
     states = FileStates()
-    assert not states.holds(rec)
+    assert not holds(states, rec)
     assert describe_change(rec, states) == "content changed"
 
 
@@ -77,7 +77,7 @@ def test_same_size_same_mtime_edit_in_racy_window_is_hashed(tmp_path: Path) -> N
     assert os.stat(p).st_mtime_ns == rec.sig.mtime_ns
     assert os.stat(p).st_size == rec.sig.size
     states = FileStates()
-    assert states.check(rec) is False
+    assert check(states, rec) is False
     assert states.counters.hashed[p] == 1
     assert describe_change(rec, states) == "content changed"
 
@@ -92,7 +92,7 @@ def test_identical_signature_within_racy_window_is_not_trusted(tmp_path: Path) -
     same_sig = StatSig.of(os.stat(p))
     collided = Fingerprint(p, Kind.FILE, rec.digest, same_sig, rec.verified_ns)
     states = FileStates()
-    assert states.check(collided) is False
+    assert check(states, collided) is False
     assert states.counters.hashed[p] == 1
 
 
@@ -100,7 +100,7 @@ def test_unchanged_racy_file_is_hashed_and_refreshed(tmp_path: Path) -> None:
     p = write(tmp_path / "f.txt", "same\n")
     rec = fp(p)
     states = FileStates()
-    verdict = states.check(rec)
+    verdict = check(states, rec)
     assert states.counters.hashed[p] == 1
     # Hashed again and still the same: holds (refreshed only when that helps).
     assert verdict is True or isinstance(verdict, Refresh)
@@ -111,7 +111,7 @@ def test_old_unchanged_file_is_not_rehashed(aged: Path) -> None:
     rec = fp(p)
     assert not is_racy(rec.sig, rec.verified_ns)
     states = FileStates()
-    assert states.check(rec) is True
+    assert check(states, rec) is True
     assert states.counters.hashed[p] == 0
     assert sum(states.counters.hashed.values()) == 0
 
@@ -127,7 +127,7 @@ def test_old_file_with_restored_mtime_is_caught_by_ctime(aged: Path, tmp_path: P
     Path(p).write_text("5678\n")
     os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
     states = FileStates()
-    assert states.check(rec) is False
+    assert check(states, rec) is False
     assert describe_change(rec, states) == "content changed"
 
 
@@ -137,7 +137,7 @@ def test_each_path_is_stated_once_per_build(aged: Path) -> None:
     states = FileStates()
     for _ in range(50):  # 50 targets sharing the same inputs
         for r in recs:
-            assert states.holds(r)
+            assert holds(states, r)
     for r in recs:
         assert states.counters.stat_calls[r.path] == 1, r.path
     assert sum(states.counters.hashed.values()) == 0
@@ -148,7 +148,7 @@ def test_each_path_is_hashed_once_per_build(tmp_path: Path) -> None:
     rec = fp(p)
     states = FileStates()
     for _ in range(20):
-        assert states.holds(rec)
+        assert holds(states, rec)
     assert states.counters.hashed[p] == 1
 
 
@@ -156,10 +156,10 @@ def test_absent_holds_until_the_path_appears(tmp_path: Path) -> None:
     p = str(tmp_path / "mod.py")
     rec = fp(p)
     assert rec.kind is Kind.ABSENT
-    assert FileStates().holds(rec)
+    assert holds(FileStates(), rec)
     write(tmp_path / "mod.py", "")
     states = FileStates()
-    assert not states.holds(rec)
+    assert not holds(states, rec)
     assert describe_change(rec, states) == "appeared"
 
 
@@ -167,7 +167,7 @@ def test_absent_below_a_file_is_enotdir(tmp_path: Path) -> None:
     write(tmp_path / "f", "")
     rec = fp(tmp_path / "f" / "child")
     assert rec.kind is Kind.ABSENT
-    assert FileStates().holds(rec)
+    assert holds(FileStates(), rec)
 
 
 def test_dangling_symlink_is_absent(tmp_path: Path) -> None:
@@ -193,12 +193,12 @@ def test_dir_holds_until_it_is_not_a_directory(tmp_path: Path) -> None:
     rec = fp(d)
     assert rec.kind is Kind.DIR and rec.digest == ""
     write(d / "new", "")  # a DIR input does not care about entries
-    assert FileStates().holds(rec)
+    assert holds(FileStates(), rec)
     (d / "new").unlink()
     d.rmdir()
     write(d, "now a file")
     states = FileStates()
-    assert not states.holds(rec)
+    assert not holds(states, rec)
     assert describe_change(rec, states) == "is no longer a directory"
 
 
@@ -211,12 +211,12 @@ def test_listing_gained_and_lost_entries_are_named(tmp_path: Path) -> None:
     assert rec.names == ("a.py", "b.py", "old.py")
     assert rec.digest == xxhash.xxh3_128_hexdigest(b"a.py\0b.py\0old.py")
     write(d / "a.py", "content changes do not change a listing")
-    assert FileStates().holds(rec)
+    assert holds(FileStates(), rec)
     write(d / "c.py", "")
     write(d / "d.py", "")
     (d / "old.py").unlink()
     states = FileStates()
-    assert not states.holds(rec)
+    assert not holds(states, rec)
     assert describe_change(rec, states) == (
         "directory gained entries: c.py, d.py; lost entries: old.py"
     )
@@ -239,7 +239,7 @@ def test_listing_only_lost(tmp_path: Path) -> None:
 def test_old_listing_is_not_relisted(aged: Path) -> None:
     rec = fp(aged / "sub", Kind.LISTING)
     states = FileStates()
-    assert states.check(rec) is True
+    assert check(states, rec) is True
     assert sum(states.counters.listed.values()) == 0
 
 
@@ -258,7 +258,7 @@ def test_other_kind_fifo_and_socket(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     rec = fp(fifo)  # must not block opening the fifo
     assert rec.kind is Kind.OTHER
-    assert FileStates().holds(rec)
+    assert holds(FileStates(), rec)
     fifo.unlink()
     write(fifo, "now a file")
     assert describe_change(rec, FileStates()) == "is now a regular file"
@@ -276,11 +276,11 @@ def test_symlink_repointed_to_identical_content_is_a_change(tmp_path: Path) -> N
     rec = fp(link)
     assert rec.kind is Kind.FILE and rec.link == "v1.txt"
     assert rec.digest != fp(tmp_path / "v1.txt").digest  # the link text is covered
-    assert FileStates().holds(rec)
+    assert holds(FileStates(), rec)
     link.unlink()
     link.symlink_to("v2.txt")
     states = FileStates()
-    assert not states.holds(rec)
+    assert not holds(states, rec)
     assert describe_change(rec, states) == "link now points to v2.txt"
     link.unlink()
     write(link, "same\n")
@@ -300,7 +300,7 @@ def test_unreadable_path_never_matches(tmp_path: Path) -> None:
     states = FileStates()
     assert states.stat(p) is UNREADABLE
     for kind in Kind:
-        assert states.verify(p, kind.value, "") is False
+        assert verify(states, p, kind.value, "") is False
     assert describe_change(Input(p, Kind.ABSENT, ""), states).startswith("is unreadable")
     with pytest.raises(OSError):
         states.fingerprint(p)
@@ -319,7 +319,7 @@ def test_fingerprint_reuses_a_digest_that_held(aged: Path) -> None:
     p = str(aged / "b.txt")
     rec = fp(p)
     states = FileStates()
-    assert states.check(rec) is True
+    assert check(states, rec) is True
     again = states.fingerprint(p, fresh=True)  # re-stat, but no re-hash
     assert again == rec
     assert states.counters.hashed[p] == 0

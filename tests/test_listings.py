@@ -1,4 +1,4 @@
-"""Folders listed only to look for certain names (``tracer/listings.py``): real pytest
+"""Folders listed only to look for certain names (``memotest/inputs/entries.py``): real pytest
 builds forked from a warm worker, real new files, and the listings that must stay whole."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 from conftest import build_statuses, memotest, write_tree
 
+from memotest.inputs import entries as entries_kind
 from memotest.model import Kind
 from memotest.store import Store
-from memotest.tracer import listings
 
 A = "pytest:tests/test_a.py"
 B = "pytest:tests/test_b.py"
@@ -146,17 +146,20 @@ def test_whole_files_keeps_every_listing_whole(tmp_path):
 
 def test_the_record_names_what_was_looked_for_and_what_was_there():
     looked = ["a", "a.py", "b.py"]
-    blob = listings.entries_record(
+    blob = entries_kind.entries_record(
         looked, ["*.csv", "i:*.dist-info"], ["a.py", "x.CSV", "Foo.DIST-INFO"]
     )
     assert (
-        listings.entries_changed(blob, ["a.py", "x.CSV", "Foo.DIST-INFO", "c.py", "d.txt"]) is None
+        entries_kind.entries_changed(blob, ["a.py", "x.CSV", "Foo.DIST-INFO", "c.py", "d.txt"])
+        is None
     )
-    assert listings.entries_changed(blob, ["a.py", "x.CSV", "Foo.DIST-INFO", "b.py", "y.csv"]) == (
+    assert entries_kind.entries_changed(
+        blob, ["a.py", "x.CSV", "Foo.DIST-INFO", "b.py", "y.csv"]
+    ) == (
         ["b.py", "y.csv"],
         [],
     )
-    assert listings.entries_changed(blob, ["x.CSV"]) == ([], ["Foo.DIST-INFO", "a.py"])
+    assert entries_kind.entries_changed(blob, ["x.CSV"]) == ([], ["Foo.DIST-INFO", "a.py"])
 
 
 def test_the_worker_source_defines_each_name_once():

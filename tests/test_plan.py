@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memotest.fingerprint import RACY_WINDOW_NS, FileStates, describe_change
+from memotest.fingerprint import RACY_WINDOW_NS, FileStates
+from memotest.inputs.check import describe_change
 from memotest.keys import TargetKey
 from memotest.model import Kind, Target
 from memotest.plan import Fresh, Stale, plan

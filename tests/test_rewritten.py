@@ -1,4 +1,4 @@
-"""Files a target reads and then writes (``validate.py``: *rewritten*): a counter, a cache
+"""Files a target reads and then writes (``rewritten.py``: *rewritten*): a counter, a cache
 refreshed in place, a database opened read-write. Real builds, the real shim."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``pyproject.toml`` read only by pytest, for its ``tool.pytest`` table, and
 ``entry_points.txt`` read only by ``importlib.metadata``, for its entry points
-(``tracer/sections.py``): real pytest builds forked from a warm worker, real edits."""
+(``memotest/inputs/readers.py``): real pytest builds forked from a warm worker, real edits."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ import textwrap
 from pathlib import Path
 
 from conftest import build_statuses, memotest, write_tree
+from memotest_pytest import readers as pytest_readers
 
+from memotest.builtin import readers as builtin_readers
+from memotest.inputs import readers
 from memotest.model import Kind
 from memotest.store import Store
-from memotest.tracer import sections
 
 A = "pytest:tests/test_a.py"
 B = "pytest:tests/test_b.py"
@@ -116,14 +118,14 @@ def test_a_pyproject_another_process_reads_is_whole(tmp_path):
 
 
 def test_the_digest_of_the_table():
-    base = sections.table_digest(PYPROJECT.encode())
+    base = pytest_readers.table_digest(PYPROJECT.encode())
     assert base.startswith("tool.pytest:")
-    assert sections.table_digest(PYPROJECT.replace("1.0", "2.0").encode()) == base
-    assert sections.table_digest(PYPROJECT.replace("-q", "-v").encode()) != base
-    assert sections.table_digest(b"[tool]\npytest = 1\n") != base
-    assert sections.table_digest(b"[project\n") == sections.UNPARSED
-    assert sections.table_digest(b'tool = "x"\n') == sections.UNPARSED
-    assert sections.table_digest(b"\xff\xfe") == sections.UNPARSED
+    assert pytest_readers.table_digest(PYPROJECT.replace("1.0", "2.0").encode()) == base
+    assert pytest_readers.table_digest(PYPROJECT.replace("-q", "-v").encode()) != base
+    assert pytest_readers.table_digest(b"[tool]\npytest = 1\n") != base
+    assert pytest_readers.table_digest(b"[project\n") == readers.UNPARSED
+    assert pytest_readers.table_digest(b'tool = "x"\n') == readers.UNPARSED
+    assert pytest_readers.table_digest(b"\xff\xfe") == readers.UNPARSED
 
 
 # -- entry_points.txt -------------------------------------------------------------------
@@ -208,21 +210,21 @@ def test_a_test_that_reads_entry_points_text_depends_on_all_of_it(tmp_path):
 
 
 def test_the_digest_of_entry_points():
-    base = sections.entry_points_digest(ENTRY_POINTS.encode())
+    base = builtin_readers.entry_points_digest(ENTRY_POINTS.encode())
     assert base.startswith("entry-points:")
     same = (
         "# top\n\n  [demo.plugins]  \n one =demo_one:Plugin\n[console_scripts]\ndemo= demo_one:main"
     )
-    assert sections.entry_points_digest(same.encode()) == base
+    assert builtin_readers.entry_points_digest(same.encode()) == base
     reordered = ENTRY_POINTS.replace("[demo.plugins]", "[x]").replace(
         "[console_scripts]", "[demo.plugins]"
     )
-    assert sections.entry_points_digest(reordered.encode()) != base
-    assert sections.entry_points_digest(b"[g]\nno equals sign\n") == sections.UNPARSED
-    assert sections.entry_points_digest(b"[g]\n; x = y\n") == sections.UNPARSED
-    assert sections.entry_points_digest(b"\xff\xfe") == sections.UNPARSED
-    assert sections.section_digest("/x/entry_points.txt", ENTRY_POINTS.encode()) == base
-    assert sections.section_digest("/x/pyproject.toml", PYPROJECT.encode()).startswith("tool.")
+    assert builtin_readers.entry_points_digest(reordered.encode()) != base
+    assert builtin_readers.entry_points_digest(b"[g]\nno equals sign\n") == readers.UNPARSED
+    assert builtin_readers.entry_points_digest(b"[g]\n; x = y\n") == readers.UNPARSED
+    assert builtin_readers.entry_points_digest(b"\xff\xfe") == readers.UNPARSED
+    assert readers.digest_of("/x/entry_points.txt", ENTRY_POINTS.encode()) == base
+    assert readers.digest_of("/x/pyproject.toml", PYPROJECT.encode()).startswith("tool.")
 
 
 # -- gzip files -------------------------------------------------------------------------
@@ -316,9 +318,9 @@ def test_a_gzip_file_rewritten_with_the_same_data_is_kept(tmp_path):
 
 
 def test_the_digest_of_gzip_data():
-    base = sections.gzip_digest(gz_bytes(b"x", "a"))
+    base = builtin_readers.gzip_digest(gz_bytes(b"x", "a"))
     assert base.startswith("gzip:")
-    assert sections.gzip_digest(gz_bytes(b"x", "another-name")) == base
-    assert sections.gzip_digest(gz_bytes(b"y", "a")) != base
-    assert sections.gzip_digest(b"not gzip at all") == sections.UNPARSED
-    assert sections.gzip_digest(gz_bytes(b"x", "a")[:11]) == sections.UNPARSED  # no NUL
+    assert builtin_readers.gzip_digest(gz_bytes(b"x", "another-name")) == base
+    assert builtin_readers.gzip_digest(gz_bytes(b"y", "a")) != base
+    assert builtin_readers.gzip_digest(b"not gzip at all") == readers.UNPARSED
+    assert builtin_readers.gzip_digest(gz_bytes(b"x", "a")[:11]) == readers.UNPARSED  # no NUL

@@ -21,8 +21,6 @@ from memotest.tracer.procwatch import Seen
 
 PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
 ABSENT_ERRNOS = {str(errno.ENOENT), str(errno.ENOTDIR)}
-#: The files whose reads by other processes ``Trace.py_elsewhere`` notes.
-ELSEWHERE = (".py", "/pyproject.toml", "/entry_points.txt", ".gz")
 
 
 def is_pseudo(path: str) -> bool:
@@ -77,7 +75,7 @@ def build_trace(
         norm[raw] = out
         return out
 
-    elsewhere = trace.py_elsewhere
+    elsewhere = trace.read_elsewhere
     for ev in events:
         op = ev.op
         if op in "RSM":
@@ -86,7 +84,7 @@ def build_trace(
                 (trace.reads if op == "R" else trace.stats if op == "S" else trace.missing).add(
                     path
                 )
-                if op != "M" and ev.pid != root_pid and path.endswith(ELSEWHERE):
+                if op != "M" and ev.pid != root_pid:
                     elsewhere.add(path)
         elif op in "WND":
             path = clean(ev.path)

@@ -42,6 +42,7 @@ from memotest.plugins import LoadRequest
 from memotest_pytest import collect as driver
 from memotest_pytest.collect import MARK, NARROW
 from memotest_pytest.ignore import memotest_ignore  # noqa: F401 (a hook of this plugin)
+from memotest_pytest.readers import memotest_readers  # noqa: F401 (this plugin's reader)
 
 #: pytest's own variables change what a run does: passed to the targets and part of the key.
 PYTEST_PASS_ENV = (

@@ -2,7 +2,7 @@
 
 Two jobs:
 
-1. **Installation churn is not an input** (:func:`memotest_fingerprint`). tox re-installs
+1. **Installation churn is not an input** (:func:`memotest_readers`). tox re-installs
    a project into its env on every run (``pip install --force-reinstall``). The installed
    files come out content-identical, except two: the distribution's ``direct_url.json``
    records the URL of the package tox just built, in a per-run numbered staging folder
@@ -13,7 +13,8 @@ Two jobs:
    the noise out: the slot number and the archive hash in ``direct_url.json``, the
    ``direct_url.json`` line in ``RECORD``. Everything else in them still counts, and the
    installed files themselves are fingerprinted as usual, so a changed dependency or
-   changed project code still re-runs the commands.
+   changed project code still re-runs the commands. They are readers without callers
+   (``memotest/inputs/readers.py``): such a file is a ``section`` input whoever read it.
 
 2. **Loading tox envs as targets** (:func:`memotest_load_targets`): ``memotest build
    --from tox`` (or ``-f tox.ini``) makes one target per env of ``env_list``, named like
@@ -36,11 +37,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import xxhash
-
 from memotest.config import Project, Settings
 from memotest.errors import ConfigError
 from memotest.hookspecs import hookimpl
+from memotest.inputs.readers import UNPARSED, Reader, part_digest
 from memotest.model import SourceLocation, Target
 from memotest.plugins import LoadRequest
 
@@ -68,16 +68,16 @@ def _read_direct_url(path: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-@hookimpl
-def memotest_fingerprint(path: str) -> str | None:
-    """Fingerprints of ``direct_url.json`` and ``RECORD`` of a distribution tox installed
-    from its staging folder, without the per-run noise; None for every other file."""
+def _noise_free(data: bytes, path: str) -> str:
+    """The digest of ``direct_url.json`` or ``RECORD`` of a distribution tox installed
+    from its staging folder, without the per-run noise; UNPARSED for any other such file
+    (it then stays whole)."""
     parent, _, name = path.rpartition("/")
-    if not parent.endswith(".dist-info") or name not in ("direct_url.json", "RECORD"):
-        return None
+    if not parent.endswith(".dist-info"):
+        return UNPARSED
     direct = _read_direct_url(f"{parent}/direct_url.json")
     if direct is None or not _staged_url(direct):
-        return None
+        return UNPARSED
     if name == "direct_url.json":
         direct["url"] = STAGING.sub("/.tmp/package/N/", direct["url"])
         archive = direct.get("archive_info")
@@ -86,14 +86,30 @@ def memotest_fingerprint(path: str) -> str | None:
             archive.pop("hashes", None)
         body = json.dumps(direct, sort_keys=True).encode()
     else:
-        try:
-            with open(path, "rb") as f:
-                lines = f.read().splitlines(keepends=True)
-        except OSError:
-            return None
         mark = os.path.basename(parent).encode() + b"/direct_url.json,"
+        lines = data.splitlines(keepends=True)
         body = b"".join(mark + b",\n" if line.startswith(mark) else line for line in lines)
-    return "memotest-tox-1:" + xxhash.xxh3_128_hexdigest(body)
+    return part_digest(READER_NAME, body)
+
+
+READER_NAME = "memotest-tox-1"
+#: Read by whoever lists installed distributions' files: no callers.
+READERS = [
+    Reader(
+        name=READER_NAME,
+        match=name,
+        callers=(),
+        digest=_noise_free,
+        holds_by="its content less tox's per-run staging noise",
+        unparsed="is no longer a file of a distribution tox installed from its staging folder",
+    )
+    for name in ("direct_url.json", "RECORD")
+]
+
+
+@hookimpl
+def memotest_readers() -> list[Reader]:
+    return READERS
 
 
 # -- 2. tox envs as targets -----------------------------------------------------------

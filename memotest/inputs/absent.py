@@ -1,0 +1,59 @@
+"""``absent``: a path that did not exist (``ENOENT``/``ENOTDIR``) when the target looked.
+
+What the trace yields: every path the target looked for and did not find, and every
+folder it created (absent just before: ``_shim/PROTOCOL.md``'s ``N``), listed and deleted,
+as a temporary folder is: what it listed there it put there itself; what it depended on
+is that the folder was absent. It holds while nothing is at the path; no digest.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+
+from memotest.fingerprint import FileStates, Fingerprint, Refresh
+from memotest.inputs.base import InputKind
+from memotest.model import Input, Kind, Trace
+
+
+class Absent(InputKind):
+    kind = Kind.ABSENT
+
+    def observed(self, trace: Trace) -> Iterable[str]:
+        yield from trace.missing
+        for path in trace.listed:
+            if trace.first_change.get(path) == "N" and path in trace.deleted:
+                yield path
+
+    def after_run(
+        self, path: str, states: FileStates, trace: Trace
+    ) -> tuple[Fingerprint, list[str]]:
+        now = states.fingerprint(path, self.kind, fresh=True)
+        if now.kind is Kind.ABSENT:
+            return now, []
+        if path in trace.first_change:
+            return now, [f"{path} was created by the target after it looked for it"]
+        return now, [f"{path} appeared while the target ran"]
+
+    def verify(
+        self,
+        states: FileStates,
+        path: str,
+        digest: str,
+        sig: Sequence[int] | None,
+        verified_ns: int,
+        link: str | None,
+    ) -> bool | Refresh:
+        return states.stat(path) is None
+
+    def describe(
+        self,
+        recorded: Input,
+        states: FileStates,
+        st: os.stat_result | None,
+        names: Sequence[str] | None,
+    ) -> str | None:
+        return "appeared"
+
+
+KIND = Absent()

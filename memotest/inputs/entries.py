@@ -1,0 +1,161 @@
+"""``entries``: a listed folder, by those of its entries its readers looked for.
+
+A run forked from a warm worker reports the folders of the project that only readers
+looking for certain names listed (the import system, ``importlib.metadata``, ``glob``,
+a test collection going down to the file it collects), each with ``[names, patterns]``
+(``Trace.listings``; who counts as such a reader, and what that rests on:
+``tracer/listings.py``). The refinement turns such a ``list`` input, when no other
+process listed the folder, into an ``entries`` input: its digest names the CAS blob of
+what was looked for and which entries matched (:func:`entries_record`). A new
+``py.typed`` re-runs nothing; a new module that an import would now find first re-runs
+what imported it.
+
+It holds while the stat signature is the recorded one, or else while the folder's
+entries match what was looked for as they did (:func:`entries_changed`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import stat
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from memotest.fingerprint import UNREADABLE, FileStates, Fingerprint, Refresh
+from memotest.inputs.base import InputKind, gained_lost, refresh, sig_holds
+from memotest.model import Input, Kind, Trace
+
+if TYPE_CHECKING:
+    from memotest.store import Store
+
+
+class Entries(InputKind):
+    kind = Kind.ENTRIES
+    blob = True
+    listing = True
+
+    def refine(
+        self, inputs: list[Fingerprint], trace: Trace, states: FileStates, store: Store
+    ) -> list[Fingerprint]:
+        if not trace.listings:
+            return inputs
+        out: list[Fingerprint] = []
+        for fp in inputs:
+            looked = trace.listings.get(fp.path)
+            if (
+                looked is None
+                or fp.kind is not Kind.LISTING
+                or fp.names is None  # (the names it had before the run, if it changed since)
+                or fp.path in trace.listed_elsewhere
+            ):
+                out.append(fp)
+                continue
+            blob = entries_record(looked[0], looked[1], fp.names)
+            out.append(
+                Fingerprint(fp.path, Kind.ENTRIES, store.put_blob(blob), fp.sig, fp.verified_ns)
+            )
+        return out
+
+    def verify(
+        self,
+        states: FileStates,
+        path: str,
+        digest: str,
+        sig: Sequence[int] | None,
+        verified_ns: int,
+        link: str | None,
+    ) -> bool | Refresh:
+        st = states.stat(path)
+        if st is None or st is UNREADABLE or not stat.S_ISDIR(st.st_mode):
+            return False
+        if sig_holds(states, st, sig, verified_ns):
+            return True
+        if folder_changed(states, path, digest) is not None:
+            return False
+        listed = states.list_dir(path)
+        return refresh(states, sig, verified_ns, listed.sig, listed.verified_ns)
+
+    def changed(
+        self,
+        recorded: Input,
+        states: FileStates,
+        st: os.stat_result,
+        names: Sequence[str] | None,
+    ) -> str | None:
+        if not stat.S_ISDIR(st.st_mode):
+            return "is no longer a directory"
+        change = folder_changed(states, recorded.path, recorded.digest)
+        if change is None:
+            return "changed"
+        gained, lost = change
+        if gained == ["?"]:
+            return "its entries could not be compared"
+        found = " an import or a lookup "
+        return gained_lost(gained, lost, found + "finds", found + "found") or "changed"
+
+
+def folder_changed(
+    states: FileStates, path: str, digest: str
+) -> tuple[list[str], list[str]] | None:
+    """None if the folder's entries still match the ``entries`` fingerprint ``digest``,
+    else the entries looked for that appeared and those that went
+    (:func:`entries_changed`; ``["?"]`` appeared when it cannot be told)."""
+    try:
+        names = states.list_dir(path).names
+    except OSError:
+        return ["?"], []
+    if states.blobs is None:
+        return ["?"], []
+    try:
+        blob = states.blobs(digest)
+    except Exception:
+        return ["?"], []
+    return entries_changed(blob, names)
+
+
+def entries_matcher(looks: Iterable[str], patterns: Iterable[str]) -> Callable[[str], bool]:
+    """A test of an entry name: whether it is among ``looks`` or matches ``patterns``
+    (``fnmatch``; ``i:`` before a pattern: matched against the name in lower case)."""
+    exact = frozenset(looks)
+    plain = tuple(p for p in patterns if not p.startswith("i:"))
+    folded = tuple(p[2:] for p in patterns if p.startswith("i:"))
+
+    def matches(name: str) -> bool:
+        if name in exact:
+            return True
+        if any(fnmatch.fnmatchcase(name, p) for p in plain):
+            return True
+        low = name.lower()
+        return any(fnmatch.fnmatchcase(low, p) for p in folded)
+
+    return matches
+
+
+def entries_record(looks: Sequence[str], patterns: Sequence[str], names: Iterable[str]) -> bytes:
+    """The fingerprint's content (JSON bytes): what was looked for, and which of the
+    folder's entry ``names`` matched."""
+    matches = entries_matcher(looks, patterns)
+    present = sorted(n for n in names if matches(n))
+    return json.dumps(
+        {"looks": sorted(looks), "patterns": sorted(patterns), "present": present}
+    ).encode()
+
+
+def entries_changed(blob: bytes, names: Iterable[str]) -> tuple[list[str], list[str]] | None:
+    """None if the folder's entry ``names`` now match what ``blob`` (:func:`entries_record`)
+    names, else ``(gained, lost)``: the entries looked for that appeared and went."""
+    try:
+        recorded = json.loads(blob)
+    except ValueError:
+        return ["?"], []
+    matches = entries_matcher(recorded.get("looks", ()), recorded.get("patterns", ()))
+    now = {n for n in names if matches(n)}
+    before = set(recorded.get("present", ()))
+    if now == before:
+        return None
+    return sorted(now - before), sorted(before - now)
+
+
+KIND = Entries()

@@ -1,0 +1,109 @@
+"""``file``: a path by the content of what it resolves to.
+
+What the trace yields: every path the target read, stat'ed, executed or loaded before it
+wrote it (whatever it is: the fingerprint says whether it is a file, a directory or a
+special file). Its digest is the xxh3-128 of the content (``FileStates.hash_file``); when
+the path is a symlink the link text is hashed too, and the link is recorded, so that
+re-pointing a link is a change even when the new target has the same content.
+
+Its check is the no-op build's hot path: one ``lstat`` (cached for the build), and no
+hashing while the stat signature is the recorded one and was not racily clean.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable, Sequence
+
+from memotest.fingerprint import OPEN_FLAGS, UNREADABLE, FileStates, Fingerprint, Refresh
+from memotest.inputs.base import InputKind, refresh, type_word
+from memotest.model import Input, Kind, StatSig, Trace
+
+_S_ISREG = stat.S_ISREG
+_S_ISLNK = stat.S_ISLNK
+
+
+class File(InputKind):
+    kind = Kind.FILE
+
+    def observed(self, trace: Trace) -> Iterable[str]:
+        written = trace.writes | trace.deleted
+        for group in (trace.reads, trace.stats, trace.execs, trace.loaded):
+            yield from (path for path in group if path not in written)
+
+    def verify(
+        self,
+        states: FileStates,
+        path: str,
+        digest: str,
+        sig: Sequence[int] | None,
+        verified_ns: int,
+        link: str | None,
+    ) -> bool | Refresh:
+        st = states.lstat(path)
+        if st is None or st is UNREADABLE:
+            return False
+        if _S_ISLNK(st.st_mode):
+            if states.readlink(path) != link:
+                return False
+            st = states.stat(path)
+            if st is None or st is UNREADABLE:
+                return False
+        elif link is not None:
+            return False
+        if not _S_ISREG(st.st_mode):
+            return False
+        if (
+            sig is not None
+            and (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns) == sig
+            and max(st.st_mtime_ns, st.st_ctime_ns) < verified_ns - states.racy_window_ns
+        ):
+            states.known_files[path] = (digest, sig, verified_ns, link)
+            return True
+        kf = states.known_files.get(path)
+        if (
+            kf is not None
+            and kf[3] == link
+            and (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns) == tuple(kf[1])
+            and max(st.st_mtime_ns, st.st_ctime_ns) < kf[2] - states.racy_window_ns
+        ):
+            # Another fingerprint of this path was proven current by its signature: no
+            # need to hash to know whether this one matches.
+            if kf[0] != digest:
+                return False
+            return refresh(states, sig, verified_ns, StatSig(*kf[1]), kf[2])
+        try:
+            done = states.hash_file(path)
+        except OSError:
+            return False
+        if done.digest != digest:
+            return False
+        states.known_files[path] = done
+        return refresh(states, sig, verified_ns, done.sig, done.verified_ns)
+
+    def changed(
+        self,
+        recorded: Input,
+        states: FileStates,
+        st: os.stat_result,
+        names: Sequence[str] | None,
+    ) -> str | None:
+        if stat.S_ISDIR(st.st_mode):
+            return "is now a directory"
+        if not _S_ISREG(st.st_mode):
+            return f"is now {type_word(st)}"
+        old_link = recorded.link if isinstance(recorded, Fingerprint) else None
+        new_link = states.readlink(recorded.path)
+        if new_link != old_link:
+            if new_link is None:
+                return "is no longer a symlink"
+            return f"link now points to {new_link}"
+        try:  # can it be read at all? (no need to hash: the check said it differs)
+            os.close(os.open(recorded.path, OPEN_FLAGS))
+        except OSError as e:
+            return f"is unreadable ({e.strerror})"
+        return "content changed"
+
+
+KIND = File()

@@ -1,0 +1,117 @@
+"""From a finished run's observations to its record: the inputs fingerprinted right after
+the run, refined to the finest kind the run showed, the log and declared outputs put into
+the store's CAS, and whether the result may be reused.
+
+Besides what the trace shows (``observe.py``), a result is not reusable when an input
+changed while the target ran (its mtime is not older than the run's start; each kind says
+what that means for it, ``memotest/inputs/``), when a file it read and then wrote is not
+as it was before the run (``rewritten.py``), or when a declared output is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from memotest import plugins
+from memotest.fingerprint import FileStates
+from memotest.inputs.registry import kind_of, refine
+from memotest.keys import TargetKey
+from memotest.model import Outcome, Target
+from memotest.observe import Ignore, observe
+from memotest.rewritten import Before, rewritten_as_before
+from memotest.store import STORE_DIR, Record, Store, output_value
+from memotest.tracer.collect import is_pseudo
+
+
+def make_record(
+    target: Target,
+    outcome: Outcome,
+    *,
+    key: TargetKey,
+    states: FileStates,
+    store: Store,
+    ignore: Sequence[str] | Ignore,
+    root: Path,
+    before: Mapping[str, Before] | None = None,
+) -> Record:
+    """The record of a finished run: its inputs fingerprinted right after the run, its
+    log and declared outputs put into the store's CAS, and whether it may be reused.
+    ``before``: the files the target's last record rewrote, fingerprinted before this run
+    (:func:`snapshot`)."""
+    assert outcome.trace is not None
+    trace = outcome.trace
+    if not isinstance(ignore, Ignore):
+        ignore = Ignore(ignore, str(root))
+    skip = ignore.also(str(root / STORE_DIR), outcome.workdir)
+    obs = observe(trace, skip)
+    if plugins.manager().hook.memotest_is_input.get_hookimpls():
+        obs.inputs = [
+            (path, observed)
+            for path, observed in obs.inputs
+            if plugins.call("memotest_is_input", path=path, target=target) is not False
+        ]
+    why = list(obs.uncacheable)
+    inputs = []
+    for path, observed in obs.inputs:
+        if _links_into_kernel_fs(path, states):
+            continue  # /etc/mtab -> /proc/self/mounts: a kernel file system, never an input
+        try:
+            fp, changes = kind_of(observed).after_run(path, states, trace)
+        except OSError as exc:
+            why.append(f"cannot fingerprint {path}: {exc.strerror or exc}")
+            continue
+        why.extend(changes)
+        inputs.append(fp)
+    for path in obs.rewritten:
+        held = rewritten_as_before(path, states, before or {}, trace)
+        if isinstance(held, str):
+            why.append(held)
+        else:
+            inputs.append(held)
+    inputs = refine(inputs, trace, states, store)
+    for extra in target.inputs:
+        path = os.path.join(target.cwd, extra)
+        try:
+            inputs.append(states.fingerprint(path, fresh=True))
+        except OSError as exc:
+            why.append(f"cannot fingerprint declared input {path}: {exc.strerror or exc}")
+    outputs: dict[str, str] = {}
+    if outcome.status == "passed":
+        for rel in target.outputs:
+            path = os.path.join(target.cwd, rel)
+            if os.path.isfile(path):
+                executable = bool(os.stat(path).st_mode & 0o111)
+                outputs[rel] = output_value(store.put_file(path), executable)
+            else:
+                why.append(f"declared output {rel} was not created")
+    return Record(
+        name=target.name,
+        status=outcome.status,
+        def_hash=key.def_hash,
+        definition=key.definition,
+        env_hash=key.env_hash,
+        env=key.env,
+        exit_code=outcome.exit_code,
+        duration=outcome.duration,
+        started_ns=trace.started_ns,
+        finished_ns=trace.finished_ns,
+        cacheable=not why,
+        uncacheable_reason="; ".join(why[:3]) + (f" (+{len(why) - 3} more)" if len(why) > 3 else "")
+        if why
+        else None,
+        inputs=inputs,
+        writes=obs.writes,
+        log_digest=store.put_blob(outcome.log),
+        outputs=outputs,
+        rewritten=obs.rewritten,
+    )
+
+
+def _links_into_kernel_fs(path: str, states: FileStates) -> bool:
+    st = states.lstat(path)
+    if st is None or not stat.S_ISLNK(st.st_mode):
+        return False
+    return is_pseudo(os.path.realpath(path))

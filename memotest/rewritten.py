@@ -1,0 +1,69 @@
+"""Files a target read and then wrote: whether the run left them as it found them.
+
+A file the target read and then wrote (*rewritten*: a counter, a cache it refreshes, a
+database opened read-write) is an input the run itself changed: its next run reads what
+this one wrote. The result is reusable only when the file is as it was before the run,
+which memotest can tell only if it fingerprinted the file then: it does so before each run
+for the files the target's last record says it rewrote (:func:`snapshot`). So the first
+run that rewrites a file is never reused; the next, if it leaves the file as it found it
+(a cache written again with the same content), is, with the file as an input. A file whose
+reader takes only a part of it (``memotest/inputs/readers.py``) counts as left as it was
+when that part is, and only its reader read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from memotest.fingerprint import FileStates, Fingerprint
+from memotest.inputs.readers import UNPARSED
+from memotest.inputs.section import as_section, part_of
+from memotest.model import Trace
+from memotest.store import Record
+
+
+class Before(NamedTuple):
+    """A file as it was before a run: its fingerprint, and for a file whose reader may take
+    only a part of it, the digest of that part."""
+
+    fp: Fingerprint
+    part: str | None = None
+
+
+def snapshot(record: Record | None, states: FileStates) -> dict[str, Before]:
+    """Before a run: the files the target's last run read and then wrote, so that
+    :func:`memotest.record.make_record` can tell whether this run left them as they were."""
+    out: dict[str, Before] = {}
+    for path in record.rewritten if record is not None else ():
+        try:
+            fp = states.fingerprint(path, fresh=True)
+            out[path] = Before(fp, part_of(fp))
+        except OSError:
+            continue  # unreadable now: the run cannot be shown to leave it as it was
+    return out
+
+
+def rewritten_as_before(
+    path: str, states: FileStates, before: Mapping[str, Before], trace: Trace
+) -> Fingerprint | str:
+    """A file the run read and then wrote: its fingerprint (an input) if it is as it was
+    before the run (or, if only a reader that takes a part of it read it, that part is),
+    else why the result may not be reused."""
+    was = before.get(path)
+    if was is None:
+        return (
+            f"{path} was read and then written by the target: its next run reads what "
+            "this one wrote (if that run leaves it as it found it, the result is kept)"
+        )
+    try:
+        now = states.fingerprint(path, fresh=True)
+    except OSError as exc:
+        return f"cannot fingerprint {path}: {exc.strerror or exc}"
+    if (now.kind, now.digest) == (was.fp.kind, was.fp.digest):
+        return now
+    if was.part not in (None, UNPARSED):
+        part = as_section(now, trace)
+        if part is not None and part.digest == was.part:
+            return part  # its reader takes only that part, and the run left it as it was
+    return f"{path} was read and then changed by the target: its next run reads what this one wrote"
