@@ -3,9 +3,9 @@
 A target's predecessors are its ``needs`` and the targets an order edge puts before it
 (:mod:`memotest.conflicts`). It leaves the waiting set once they have all finished: only
 then is it checked, since a predecessor that ran may have rewritten what it reads. Ready
-targets (checked and stale) start in order of urgency: those never seen passing first
-(they are the likeliest to fail, and a failure is worth knowing early), then the longest
-chain of work behind them, then the serial order (:func:`memotest.schedule.priorities`).
+targets (checked and stale) start in order of urgency: those whose last run did not pass
+or that never ran first, then those with the longest chain of work behind them
+(:func:`memotest.schedule.priorities`), then the serial order.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ NEED_MET = ("passed", "cached")
 
 
 class BuildQueue:
+    """The targets of one build, by name, with their predecessors and their state."""
+
     def __init__(
         self,
         targets: list[Target],

@@ -1,9 +1,10 @@
 """Memoize one command from inside another tool: the API the tox, nox and make adapters use.
 
 ``run_memoized`` checks the store, replays the last result if every observation still
-holds, and otherwise runs the command under the tracer and records it. It holds the
-store's lock only while checking and while recording, never while the command runs, so
-that ``make -j`` or parallel tox envs sharing one store still run side by side.
+holds, and otherwise runs the command under the tracer and records it: the same
+:class:`~memotest.step.Step` as a build's targets, with the same target hooks. It holds
+the store's lock only while checking and while recording, never while the command runs,
+so that ``make -j`` or parallel tox envs sharing one store still run side by side.
 """
 
 from __future__ import annotations
@@ -70,8 +71,9 @@ def run_memoized(
     project = Project(root / "memotest.toml", root, settings, {target.name: target})
     # No command line here: the hooks get a configuration of their own, with no options.
     config = Config(argparse.Namespace(), plugins.manager())
-    # A target that declares warm modules (pytest's collection) is forked from a worker
-    # of its own: what the run reports makes its Python files inputs by the code it ran.
+    # A target that declares warm modules (a test framework's collection) is forked from a
+    # worker of its own: what the run reports makes its Python files inputs by the code it
+    # ran. The worker is stopped once the command is done.
     pool = WorkerPool() if target.warm else None
     step = Step(
         root=root,
@@ -128,4 +130,5 @@ def _replay_or_run(
 
 
 def after_target(config: Config, target: Target, result: TargetResult) -> None:
+    """``memotest_after_target``, as a build fires it for each target."""
     plugins.call("memotest_after_target", config=config, target=target, result=result)

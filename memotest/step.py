@@ -1,8 +1,8 @@
 """The step every target takes, whoever drives it: check, snapshot, run, record, or replay.
 
 Both drivers go through it: ``memotest build`` (:mod:`memotest.build`, many targets, some
-at once) and :func:`memotest.memo.run_memoized` (one command, from inside tox, nox, make
-or pytest's collection). A :class:`Step` holds what the targets of one driver share (the
+at once) and :func:`memotest.memo.run_memoized` (one command, from inside another tool or
+a plugin's loader). A :class:`Step` holds what the targets of one driver share (the
 settings, the environment they are keyed by, the file-system snapshot, the runner) and
 takes a target at a time:
 
