@@ -1,28 +1,31 @@
 """Memoize one command from inside another tool: the API the tox, nox and make adapters use.
 
 ``run_memoized`` checks the store, replays the last result if every observation still
-holds, and otherwise runs the command under the tracer and records it. It holds the
-store's lock only while checking and while recording, never while the command runs, so
-that ``make -j`` or parallel tox envs sharing one store still run side by side.
+holds, and otherwise runs the command under the tracer and records it: the same
+:class:`~memotest.step.Step` as a build's targets, with the same target hooks. It holds
+the store's lock only while checking and while recording, never while the command runs,
+so that ``make -j`` or parallel tox envs sharing one store still run side by side.
 """
 
 from __future__ import annotations
 
-import os
+import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from memotest import keys as keymod
-from memotest.build import file_states
+from memotest import plugins
 from memotest.config import Project, Settings
 from memotest.model import Target
-from memotest.plan import Fresh, plan
-from memotest.record import make_record
-from memotest.rewritten import snapshot
+from memotest.observe import file_states
+from memotest.plan import Fresh
+from memotest.plugins import Config
+from memotest.report import TargetResult
 from memotest.runner import Runner
+from memotest.step import Step
 from memotest.store import Store
+from memotest.tracer.warm import WorkerPool
 
 LOCK_TIMEOUT = 600.0
 
@@ -65,22 +68,55 @@ def run_memoized(
     (``MemoResult.streamed``); a replayed log is only returned.
     """
     settings = settings or Settings()
-    environ = os.environ if environ is None else environ
     project = Project(root / "memotest.toml", root, settings, {target.name: target})
-    key = keymod.target_key(target, settings, environ)
-    states = file_states(project)
+    # No command line here: the hooks get a configuration of their own, with no options.
+    config = Config(argparse.Namespace(), plugins.manager())
+    # A target that declares warm modules (a test framework's collection) is forked from a
+    # worker of its own: what the run reports makes its Python files inputs by the code it
+    # ran. The worker is stopped once the command is done.
+    pool = WorkerPool() if target.warm else None
+    step = Step(
+        root=root,
+        settings=settings,
+        states=file_states(project),
+        runner=Runner(pool=pool),
+        config=config,
+        environ=environ,
+        force=force,
+    )
+    try:
+        return _replay_or_run(step, target, root, tee, unkeyed_env)
+    finally:
+        if pool is not None:
+            pool.close()
+
+
+def _replay_or_run(
+    step: Step,
+    target: Target,
+    root: Path,
+    tee: BinaryIO | None,
+    unkeyed_env: Mapping[str, str] | None,
+) -> MemoResult:
     with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT) as store:
-        verdict = plan([target], {target.name: key}, store, states, force=force)[target.name]
+        verdict = step.check([target], store)[target.name]
         if isinstance(verdict, Fresh):
             rec = verdict.record
-            store.restore_outputs(rec.outputs, target.cwd)
-            log = store.read_blob(rec.log_digest) if rec.log_digest else b""
-            return MemoResult(target.name, rec.status, rec.exit_code, True, log, rec.duration)
-    before = snapshot(getattr(verdict, "record", None), states)
-    env = keymod.run_environ(target, settings, environ)
-    env.update(unkeyed_env or {})
-    outcome = Runner().run(target, env, tee=tee)
-    result = MemoResult(
+            replayed = step.replay(target, rec, store)
+            after_target(step.config, target, replayed)
+            return MemoResult(
+                target.name, rec.status, rec.exit_code, True, replayed.log, rec.duration
+            )
+    step.snapshot(target, verdict.record)
+    outcome = step.run(target, tee=tee, unkeyed_env=unkeyed_env)
+    if outcome.trace is None:
+        result = step.record(target, outcome, verdict, None)
+    else:
+        with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT) as store:
+            result = step.record(target, outcome, verdict, store)
+            store.gc_if_due()
+    after_target(step.config, target, result)
+    return MemoResult(
         target.name,
         outcome.status,
         outcome.exit_code,
@@ -88,23 +124,11 @@ def run_memoized(
         outcome.log,
         outcome.duration,
         reason=verdict.reason,
+        note=result.note,
         streamed=tee is not None,
     )
-    if outcome.trace is None:
-        return result
-    with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT) as store:
-        rec = make_record(
-            target,
-            outcome,
-            key=key,
-            states=states,
-            store=store,
-            ignore=settings.ignore,
-            root=root,
-            before=before,
-        )
-        store.put(rec)
-        store.gc_if_due()
-    if not rec.cacheable and outcome.status == "passed":
-        result.note = f"not cached: {rec.uncacheable_reason}"
-    return result
+
+
+def after_target(config: Config, target: Target, result: TargetResult) -> None:
+    """``memotest_after_target``, as a build fires it for each target."""
+    plugins.call("memotest_after_target", config=config, target=target, result=result)

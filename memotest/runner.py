@@ -18,17 +18,18 @@ from typing import BinaryIO
 
 from memotest.model import Outcome, Target
 from memotest.tracer.run import TracedRun
-from memotest.tracer.warm import RemoteProcess, WarmSpec, WarmUnavailable, shared_pool
+from memotest.tracer.warm import RemoteProcess, WarmSpec, WarmUnavailable, WorkerPool
 
 
 class Runner:
     """Starts targets and keeps track of the running ones so Ctrl-C can end them all."""
 
-    def __init__(self, work_root: str | None = None, *, warm: bool = True) -> None:
+    def __init__(self, work_root: str | None = None, *, pool: WorkerPool | None = None) -> None:
         self.work_root = work_root
-        #: Whether targets that declare ``warm`` modules are forked from this process's
-        #: warm workers (``tracer/warm.py``); off with ``--no-warm``.
-        self.warm = warm
+        #: The warm workers that targets declaring ``warm`` modules are forked from
+        #: (``tracer/warm.py``); None: every target starts as a fresh process (``--no-warm``).
+        #: Whoever made the pool closes it.
+        self.pool = pool
         self._running: set[TracedRun] = set()
         self._lock = threading.Lock()
         self.interrupted = threading.Event()
@@ -96,8 +97,8 @@ class Runner:
                 with self._lock:
                     self._running.discard(traced)
         remote = traced.proc if isinstance(traced.proc, RemoteProcess) else None
-        if remote is not None and worker is not None:
-            pool = shared_pool()
+        pool = self.pool
+        if remote is not None and worker is not None and pool is not None:
             pool.learn(worker.spec, remote)
             whole = (remote.report or {}).get("code")
             if isinstance(whole, str):
@@ -116,9 +117,10 @@ class Runner:
                 else:
                     names = ", ".join(remote.tainted)
                     pool.note(f"{target.name} ran again, fresh: the worker had preloaded {names}")
-                # pytest wanted to rewrite a module the worker had preloaded, or the run's
-                # sys.path would have found it elsewhere: not the result a fresh run
-                # would give. Run it again, fresh (preload.py).
+                # The run wanted a module the worker had preloaded imported afresh (a
+                # plugin's import hook would have rewritten it), or the run's sys.path
+                # would have found it elsewhere: not the result a fresh run would give.
+                # Run it again, fresh (preload.py).
                 log.seek(0)
                 log.truncate()
                 shutil.rmtree(tmpdir, ignore_errors=True)
@@ -143,10 +145,10 @@ class Runner:
 
     def _worker(self, target: Target, env: dict[str, str]):
         """The warm worker that can run ``target``, if there is one."""
-        if not self.warm or not target.warm or self.interrupted.is_set():
+        if self.pool is None or not target.warm or self.interrupted.is_set():
             return None
         spec = WarmSpec.of(target.argv, target.warm, target.cwd, env)
-        return shared_pool().worker(spec) if spec is not None else None
+        return self.pool.worker(spec) if spec is not None else None
 
     def _error(self, target: Target, message: str, started: float) -> Outcome:
         now = time.monotonic()

@@ -14,6 +14,11 @@ from pathlib import Path
 import pytest
 from conftest import memotest
 
+from memotest.command_runner import DryRunCommandRunner
+from memotest.model import Target
+from memotest.plan import Fresh, Stale
+from memotest.store import Record
+
 PY = sys.executable
 
 
@@ -384,6 +389,47 @@ def test_dry_run_runs_nothing(readers):
     assert "would run: never run" in out
     code, _, data = build(readers)
     assert set(statuses(data).values()) == {"passed"}
+
+
+def test_dry_run_replays_nothing_and_writes_nothing(tmp_path):
+    root = project(
+        tmp_path,
+        f"""
+        [targets.gen]
+        command = ["{PY}", "-c", "open('out.txt', 'w').write('made')"]
+        outputs = ["out.txt"]
+        [targets.reader]
+        command = ["{PY}", "reader.py", "a.txt"]
+        [targets.after]
+        command = "true"
+        needs = ["reader"]
+    """,
+        {"reader.py": READER, "a.txt": "A"},
+    )
+    settle(root)
+    (root / "out.txt").unlink()
+    (root / "a.txt").write_text("AA")
+    store = root / ".memotest"
+    before = sorted((p, p.stat().st_mtime_ns) for p in store.rglob("*") if p.is_file())
+    code, out, data = build(root, "--dry-run")
+    assert code == 0, out
+    assert statuses(data) == {"gen": "cached", "reader": "skipped", "after": "skipped"}
+    reasons = {t["name"]: t["reason"] for t in data["targets"]}
+    assert reasons["reader"].startswith("would run: ") and "a.txt" in reasons["reader"]
+    assert reasons["after"] == "needs reader, which skipped"
+    assert not (root / "out.txt").exists()  # a dry run replays nothing
+    assert sorted((p, p.stat().st_mtime_ns) for p in store.rglob("*") if p.is_file()) == before
+
+
+def test_the_dry_run_runner_settles_every_target_and_starts_none():
+    runner = DryRunCommandRunner()
+    t = Target(name="t", command=("true",), cwd="/")
+    cached = runner.settle(t, Fresh(Record("t", "passed", exit_code=0, duration=2.5)))
+    assert (cached.status, cached.duration, cached.exit_code) == ("cached", 2.5, 0)
+    would = runner.settle(t, Stale("new", "never run"))
+    assert (would.status, would.reason) == ("skipped", "would run: never run")
+    assert not runner.runs and not runner.busy and not runner.can_start(t)
+    assert runner.wait() == []
 
 
 def test_unknown_target_is_a_usage_error(readers):

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from memotest import plugins
+from memotest.hookspecs import hookimpl
 from memotest.memo import run_memoized
 from memotest.model import Target
+from memotest.plugins import Config
+from memotest.report import TargetResult
 
 PY = sys.executable
 SLOW = "import time; print('first', flush=True); time.sleep(1.5); print('second', flush=True)"
@@ -93,3 +101,54 @@ def test_records_made_outside_a_targets_file_can_be_listed_shown_and_explained(
 
     proc = memotest("explain", "tox:other", cwd=sub)  # no such record: the usual error
     assert proc.returncode == 2 and b"no memotest.toml found" in proc.stderr
+
+
+class TargetHooks:
+    """A plugin that notes the target hooks and adds a variable to the command's env."""
+
+    def __init__(self) -> None:
+        self.fired: list[tuple[str, str, str | None]] = []
+
+    @hookimpl
+    def memotest_before_target(self, target: Target, env: dict[str, str]) -> None:
+        env["FROM_PLUGIN"] = "set by the plugin"
+        self.fired.append(("before", target.name, None))
+
+    @hookimpl
+    def memotest_after_target(self, target: Target, result: TargetResult) -> None:
+        self.fired.append(("after", target.name, result.status))
+
+
+@pytest.fixture
+def hooks() -> Iterator[tuple[TargetHooks, list[dict[str, Any]]]]:
+    """The plugin registered on the plugin manager, and the keyword arguments of every
+    target hook call (pluggy's hook call monitoring)."""
+    pm = plugins.manager()
+    plugin = TargetHooks()
+    calls: list[dict[str, Any]] = []
+
+    def before(name: str, impls: object, kwargs: dict[str, Any]) -> None:
+        if name in ("memotest_before_target", "memotest_after_target"):
+            calls.append(dict(kwargs))
+
+    pm.register(plugin, name="test-target-hooks")
+    undo = pm.add_hookcall_monitoring(before, lambda *_: None)
+    try:
+        yield plugin, calls
+    finally:
+        undo()
+        pm.unregister(plugin)
+
+
+def test_run_memoized_fires_the_target_hooks_with_a_config(tmp_path: Path, hooks) -> None:
+    plugin, calls = hooks
+    t = target(tmp_path, "import os; print(os.environ['FROM_PLUGIN'])")
+    ran = run_memoized(t, root=tmp_path)
+    assert (ran.status, ran.cached, ran.log) == ("passed", False, b"set by the plugin\n")
+    assert plugin.fired == [("before", "slow", None), ("after", "slow", "passed")]
+    # What the plugin adds to the env is not part of the key: the next call replays.
+    replayed = run_memoized(t, root=tmp_path)
+    assert (replayed.cached, replayed.log) == (True, b"set by the plugin\n")
+    assert plugin.fired[2:] == [("after", "slow", "cached")]
+    assert len(calls) == 3
+    assert all(isinstance(c["config"], Config) for c in calls)

@@ -13,7 +13,7 @@ from conftest import build_statuses, memotest, plugin_site, write_tree
 
 from memotest.model import Target
 from memotest.runner import Runner
-from memotest.tracer.warm import WarmSpec, WarmUnavailable, Worker, close_shared_pool
+from memotest.tracer.warm import WarmSpec, WarmUnavailable, Worker, WorkerPool
 
 PY = sys.executable
 
@@ -144,8 +144,9 @@ def env_for(mods: Path) -> dict[str, str]:
 
 @pytest.fixture
 def runner():
-    yield Runner()
-    close_shared_pool()
+    pool = WorkerPool()
+    yield Runner(pool=pool)
+    pool.close()
 
 
 def run(runner: Runner, mods: Path, module: str, **kw):

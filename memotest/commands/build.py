@@ -10,7 +10,7 @@ from memotest.build import Build, Options, interrupt_on_sigterm, select
 from memotest.commands.common import add_file_option, open_store
 from memotest.errors import UsageError
 from memotest.store import Store
-from memotest.tracer.warm import close_shared_pool, shared_pool
+from memotest.tracer.warm import WorkerPool
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -64,19 +64,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--no-warm",
         action="store_true",
         help="start every target as a fresh process, never forked from a warm worker "
-        "(pytest targets are, by default)",
+        "(the targets that declare warm modules are, by default)",
     )
     p.add_argument(
         "--no-preload",
         action="store_true",
-        help="warm workers import pytest only, not also the libraries earlier runs imported",
+        help="warm workers import the modules their targets declare only, not also the "
+        "libraries earlier runs imported",
     )
     p.add_argument(
         "--whole-files",
         action="store_true",
         help="fingerprint every Python file whole, every listed folder by all its entries, "
-        "pyproject.toml, entry_points.txt and *.gz files whole: not by the code, the entries, "
-        "the table, the entry points and the gzip data a forked pytest run used",
+        "and every file a reader takes a part of whole: not by the code, the entries and the "
+        "parts a run forked from a warm worker used",
     )
     plugins.call("memotest_addoption", parser=p, pluginmanager=plugins.manager())
     p.set_defaults(run=run)
@@ -99,8 +100,6 @@ def run(args: argparse.Namespace) -> int:
 
 def build(config: plugins.Config) -> int:
     args = config.options
-    shared_pool().preload = not args.no_preload
-    shared_pool().code_level = not args.whole_files
     project = plugins.load_project(config)
     targets = select(project, args.targets)
     if args.jobs is not None and args.jobs < 1:
@@ -114,21 +113,22 @@ def build(config: plugins.Config) -> int:
         verbose=args.verbose,
         audit=args.audit,
         audit_seed=args.audit_seed,
-        warm=not args.no_warm,
     )
     store = None if args.no_cache else open_store(project, lock=not args.dry_run)
+    pool = None if args.no_warm else warm_pool(args)
     undo = interrupt_on_sigterm()
     try:
-        summary = Build(project, store, options, config).run(targets)
+        summary = Build(project, store, options, config, pool).run(targets)
     except KeyboardInterrupt:
         print("memotest: interrupted; running targets were stopped", flush=True)
         return 130
     finally:
         undo()
-        if args.verbose:
-            for event, times in shared_pool().events.items():
-                print(f"memotest: {event}" + (f" ({times} times)" if times > 1 else ""))
-        close_shared_pool()  # the warm workers (also stopped at exit, e.g. after an error)
+        if pool is not None:
+            if args.verbose:
+                for event, times in pool.events.items():
+                    print(f"memotest: {event}" + (f" ({times} times)" if times > 1 else ""))
+            pool.close()  # the warm workers
         if store is not None:
             try:
                 if not args.dry_run:
@@ -139,6 +139,14 @@ def build(config: plugins.Config) -> int:
     if args.dry_run:
         return 0
     return 0 if summary.ok else 1
+
+
+def warm_pool(args: argparse.Namespace) -> WorkerPool:
+    """This build's warm workers (started on first use, stopped by ``close``)."""
+    pool = WorkerPool()
+    pool.preload = not args.no_preload
+    pool.code_level = not args.whole_files
+    return pool
 
 
 def collect_garbage(store: Store, *, verbose: bool) -> None:

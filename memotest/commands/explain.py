@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 
 from memotest import plugins
-from memotest.build import file_states, select
+from memotest.build import select
 from memotest.commands.common import Recorded, add_file_option, load_or_recorded, open_store
 from memotest.keys import TargetKey, target_key
 from memotest.model import Target
+from memotest.observe import file_states
 from memotest.plan import Fresh, Stale, plan
 
 

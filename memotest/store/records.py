@@ -50,7 +50,7 @@ class Record:
     prove the result reusable; ``uncacheable_reason`` says why. ``inputs`` are the
     fingerprints that must all hold for a hit. ``writes`` are the paths the target wrote or
     deleted (sorted), for the scheduler's conflict checks; ``rewritten`` those of them it had
-    read before (``validate.py``: the next run compares them with what they were before it).
+    read before (``rewritten.py``: the next run compares them with what they were before it).
     ``log_digest`` and ``outputs``
     (declared output path -> digest) name CAS blobs, which must be stored before the record.
     ``recorder`` is the version that made the record; another version's records are stale.

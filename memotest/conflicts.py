@@ -1,0 +1,118 @@
+"""A build's conflicts: the order edges that keep known ones apart, and the hazards found.
+
+The rules are :mod:`memotest.schedule`'s; this is where a build applies them. Before the
+loop, :meth:`Conflicts.order_edges` turns the last records of the targets that may run
+(and the edges learned from past hazards) into order edges. During it, each finished run
+is noted with what it read and wrote. After it, :meth:`Conflicts.rerun_hazards` finds the
+runs that overlapped where one wrote what the other observed: their results are not
+kept, they run again one at a time in serial order, and the edges are remembered in the
+store for the next builds.
+"""
+
+from __future__ import annotations
+
+import os
+
+from memotest import plugins, schedule
+from memotest.model import Outcome, Target, Trace
+from memotest.plan import Fresh, Stale
+from memotest.report import Summary
+from memotest.step import Step
+from memotest.store import Record, Store
+
+
+class Conflicts:
+    """The conflicts among the targets of one build (``store`` None: ``--no-cache``)."""
+
+    def __init__(self, step: Step, store: Store | None, serial: dict[str, int]) -> None:
+        self.step = step
+        self.store = store
+        self.serial = serial
+        self.runs: list[schedule.Run] = []  # this build's runs, for the hazard check
+
+    def order_edges(
+        self, verdicts: dict[str, Fresh | Stale], records: dict[str, Record | None], runs: bool
+    ) -> list[schedule.Edge]:
+        """The order edges between the targets that may run in this build (none when
+        nothing ``runs``: a dry run). A target may run if it is stale, or if a target that
+        may run wrote something it observed last time (it is checked again after that one)."""
+        maybe = {n for n, v in verdicts.items() if isinstance(v, Stale)}
+        if not maybe or self.store is None or not runs:
+            return []
+        frontier = set(maybe)
+        while frontier:
+            written: set[str] = set()
+            for n in frontier:
+                rec = records.get(n)
+                if rec is not None:
+                    written.update(rec.writes)
+                    written.update(os.path.dirname(w) for w in rec.writes)
+            ids = self.store.fp_ids_of_paths(written)
+            frontier = set()
+            if ids:
+                for n, rec in records.items():
+                    if n in maybe or rec is None:
+                        continue
+                    if not ids.isdisjoint(getattr(rec.inputs, "ids", ())):
+                        frontier.add(n)
+            maybe |= frontier
+        footprints = {}
+        for n in maybe:
+            rec = records.get(n)
+            if rec is not None:
+                footprints[n] = schedule.Footprint.of(
+                    ((i.path, i.kind) for i in rec.inputs), rec.writes
+                )
+        edges = schedule.conflict_edges(footprints, self.serial)
+        learned = self.store.get_meta(schedule.LEARNED_KEY)
+        edges += schedule.learned_edges(learned, maybe, self.serial)
+        return edges
+
+    def note_run(self, target: Target, outcome: Outcome) -> None:
+        """A finished run, with what it read and wrote (not one that left no trace or
+        was interrupted)."""
+        if outcome.trace is None or self.step.runner.interrupted.is_set():
+            return
+        footprint = self.footprint(outcome.trace, outcome)
+        self.runs.append(schedule.Run(target.name, outcome.started, outcome.finished, footprint))
+
+    def footprint(self, trace: Trace, outcome: Outcome) -> schedule.Footprint:
+        skip = self.step.ignore.also(self.step.store_dir, outcome.workdir)
+        written = {p for p in trace.writes | trace.deleted if not skip(p)}
+        reads = trace.reads | trace.stats | trace.missing | trace.execs | trace.loaded
+        return schedule.Footprint(
+            reads={p for p in reads - written if not skip(p)},
+            listed={p for p in trace.listed if not skip(p)},
+            writes=written,
+            entry_dirs={
+                os.path.dirname(p)
+                for p in (trace.created or trace.writes) | trace.deleted
+                if not skip(p)
+            },
+        )
+
+    def rerun_hazards(self, by_name: dict[str, Target], summary: Summary) -> None:
+        """Finds hazards among the runs of this build; their targets run again, one at a
+        time in serial order, and the edges are remembered for the next builds."""
+        found = schedule.hazards(self.runs, self.serial)
+        if not found or self.store is None:
+            return
+        summary.hazards.extend(found)
+        names = sorted({n for e in found for n in (e.before, e.after)}, key=self.serial.get)
+        learned = self.store.get_meta(schedule.LEARNED_KEY) or []
+        known = {tuple(x[:2]) for x in learned}
+        learned += [[e.before, e.after, e.path] for e in found if (e.before, e.after) not in known]
+        self.store.set_meta(schedule.LEARNED_KEY, learned)
+        config = self.step.config
+        targets = [by_name[n] for n in names]
+        plugins.call("memotest_build_start", targets=targets, config=config)
+        for n in names:
+            edge = next(e for e in found if n in (e.before, e.after))
+            other = edge.after if n == edge.before else edge.before
+            t = by_name[n]
+            self.step.snapshot(t, self.store.records([n]).get(n))
+            result = self.step.record(t, self.step.run(t), None, self.store)
+            result.reason = f"re-run alone: ran alongside {other}, conflict on {edge.path}"
+            summary.results = [r for r in summary.results if r.name != n]
+            summary.results.append(result)
+            plugins.call("memotest_after_target", config=config, target=t, result=result)

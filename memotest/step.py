@@ -1,0 +1,157 @@
+"""The step every target takes, whoever drives it: check, snapshot, run, record, or replay.
+
+Both drivers go through it: ``memotest build`` (:mod:`memotest.build`, many targets, some
+at once) and :func:`memotest.memo.run_memoized` (one command, from inside another tool or
+a plugin's loader). A :class:`Step` holds what the targets of one driver share (the
+settings, the environment they are keyed by, the file-system snapshot, the runner) and
+takes a target at a time:
+
+* :meth:`Step.check`: fresh or stale (:func:`memotest.plan.plan`; in one batch, so that
+  a no-op build validates each distinct path once);
+* :meth:`Step.replay`: a fresh target's declared outputs restored, its log read back;
+* :meth:`Step.snapshot`: before a stale target runs, the files its last run read and then
+  rewrote, as they are now (:func:`memotest.rewritten.snapshot`);
+* :meth:`Step.run`: the target under the tracer (``memotest_before_target`` first; a
+  ``flaky`` target is tried again while it fails);
+* :meth:`Step.record`: the run's record put into the store.
+
+The store is an argument of each method rather than held: ``run_memoized`` holds the
+store's lock only while checking and while recording, never while the command runs, so
+that parallel tox envs or ``make -j`` sharing one store still run side by side.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import BinaryIO
+
+from memotest import keys as keymod
+from memotest import plugins
+from memotest.config import Settings
+from memotest.fingerprint import FileStates
+from memotest.keys import TargetKey
+from memotest.model import Outcome, Target
+from memotest.observe import Ignore
+from memotest.plan import Fresh, Stale, plan
+from memotest.plugins import Config
+from memotest.record import make_record
+from memotest.report import TargetResult
+from memotest.rewritten import Before, snapshot
+from memotest.runner import Runner
+from memotest.store import STORE_DIR, Record, Store
+
+#: How many times a ``flaky`` target runs before its failure stands.
+FLAKY_ATTEMPTS = 3
+
+Verdict = Fresh | Stale
+
+
+class Step:
+    """check -> snapshot -> run -> record, or replay, for one target at a time."""
+
+    def __init__(
+        self,
+        *,
+        root: Path,
+        settings: Settings,
+        states: FileStates,
+        runner: Runner,
+        config: Config,
+        environ: Mapping[str, str] | None = None,
+        force: bool = False,
+    ) -> None:
+        self.root = root
+        self.settings = settings
+        self.states = states
+        self.runner = runner
+        self.config = config
+        self.environ = os.environ if environ is None else environ
+        self.force = force
+        self.env = keymod.env_key(settings, self.environ)  # the same for every target
+        self.store_dir = str(root / STORE_DIR)
+        self.ignore = Ignore(settings.ignore, str(root), [self.store_dir])
+        #: Per target about to run: the files its last run rewrote, as they were before.
+        self.before: dict[str, dict[str, Before]] = {}
+
+    def key(self, target: Target) -> TargetKey:
+        return keymod.target_key(target, self.settings, env=self.env)
+
+    def check(self, targets: list[Target], store: Store | None) -> dict[str, Verdict]:
+        """Fresh or stale, for each target (all stale without a store: ``--no-cache``)."""
+        if store is None:
+            return {t.name: Stale("forced", "--no-cache") for t in targets}
+        tkeys = {t.name: self.key(t) for t in targets}
+        return plan(targets, tkeys, store, self.states, force=self.force)
+
+    def replay(self, target: Target, record: Record, store: Store) -> TargetResult:
+        """A fresh target's result, its declared outputs restored."""
+        store.restore_outputs(record.outputs, target.cwd)
+        log = store.read_blob(record.log_digest) if record.log_digest else b""
+        return TargetResult(target.name, "cached", record.duration, record.exit_code, log=log)
+
+    def snapshot(self, target: Target, last: Record | None) -> None:
+        """Before ``target`` runs: what its last run rewrote, as it is now."""
+        self.before[target.name] = snapshot(last, self.states)
+
+    def run(
+        self,
+        target: Target,
+        *,
+        tee: BinaryIO | None = None,
+        unkeyed_env: Mapping[str, str] | None = None,
+    ) -> Outcome:
+        """Runs ``target`` (in a worker thread of a build), retried if flaky.
+        ``unkeyed_env`` is passed to the command without being part of its key."""
+        env = keymod.run_environ(target, self.settings, self.environ)
+        env.update(unkeyed_env or {})
+        plugins.call("memotest_before_target", config=self.config, target=target, env=env)
+        attempts = FLAKY_ATTEMPTS if "flaky" in target.tags else 1
+        outcome = self.runner.run(target, env, tee=tee)
+        n = 1
+        while outcome.status in ("failed", "timeout") and n < attempts:
+            if self.runner.interrupted.is_set():
+                break
+            n += 1
+            outcome = self.runner.run(target, env, tee=tee)
+        outcome.attempts = n
+        return outcome
+
+    def record(
+        self, target: Target, outcome: Outcome, verdict: Verdict | None, store: Store | None
+    ) -> TargetResult:
+        """The result of a run, its record put into ``store`` (none without a store, nor
+        for a run that left no trace or was interrupted)."""
+        reason = verdict.reason if isinstance(verdict, Stale) else None
+        before = self.before.pop(target.name, None)
+        result = TargetResult(
+            target.name,
+            outcome.status,
+            outcome.duration,
+            outcome.exit_code,
+            reason=outcome.error or reason,
+            log=outcome.log,
+            flaky=outcome.attempts > 1 and outcome.status == "passed",
+        )
+        trace = outcome.trace
+        if trace is None or self.runner.interrupted.is_set():
+            return result
+        # What the target wrote is no longer what this build's snapshot says.
+        self.states.forget(trace.writes | trace.deleted)
+        if store is None:
+            return result
+        rec = make_record(
+            target,
+            outcome,
+            key=self.key(target),
+            states=self.states,
+            store=store,
+            ignore=self.ignore,
+            root=self.root,
+            before=before,
+        )
+        store.put(rec)
+        if not rec.cacheable and outcome.status == "passed":
+            result.note = f"not cached: {rec.uncacheable_reason}"
+        return result
