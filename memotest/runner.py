@@ -18,7 +18,9 @@ from typing import BinaryIO
 
 from memotest.model import Outcome, Target
 from memotest.tracer.run import TracedRun
-from memotest.tracer.warm import RemoteProcess, WarmSpec, WarmUnavailable, shared_pool
+from memotest.tracer.warm.pool import shared_pool
+from memotest.tracer.warm.remote import RemoteProcess
+from memotest.tracer.warm.spec import WarmSpec, WarmUnavailable
 
 
 class Runner:

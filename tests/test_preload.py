@@ -10,7 +10,8 @@ from pathlib import Path
 
 from conftest import build_statuses, plugin_site, write_tree
 
-from memotest.tracer.preload import HINTS, PreloadBook, marked
+from memotest.tracer.warm.preload import HINTS, PreloadBook
+from memotest.tracer.warm.reading import marked
 
 PY = sys.executable
 

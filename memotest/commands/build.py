@@ -10,7 +10,7 @@ from memotest.build import Build, Options, interrupt_on_sigterm, select
 from memotest.commands.common import add_file_option, load_project, open_store
 from memotest.errors import UsageError
 from memotest.store import Store
-from memotest.tracer.warm import close_shared_pool, shared_pool
+from memotest.tracer.warm.pool import close_shared_pool, shared_pool
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

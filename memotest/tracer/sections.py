@@ -39,98 +39,15 @@ hook cannot see it), and that memotest's parser accepts what the run's did (a fi
 memotest cannot parse, or that a reader of another version could parse differently, is
 kept whole).
 
-The first part of this module runs inside the warm worker (``warm.py`` includes its
-source), in the target's interpreter: the standard library only, Python 3.10 syntax.
+The worker notes who opened such a file (``memotest/worker/sections.py``, driven by the
+readers table); this module takes the parts.
 """
 
 import os
 import sys
 
-#: The code of pytest's configuration search: ``load_config_dict_from_file`` up to
-#: pytest 9.1, ``_parse_toml_file`` from 9.2.
-PYTEST_CONFIG_CODE = "/_pytest/config/findpaths.py"
-#: ``importlib.metadata`` and its backport.
-METADATA_CODE = ("/importlib/metadata/__init__.py", "/importlib_metadata/__init__.py")
-#: Path -> whether every open of it so far was its reader's.
-OPENS = {}
-
-
-def pytest_config_opened(frame):
-    """Whether pytest's configuration search made this open (``frame``: the opener's)."""
-    for _ in range(8):
-        if frame is None:
-            return False
-        if frame.f_code.co_filename.endswith(PYTEST_CONFIG_CODE):
-            return True
-        frame = frame.f_back
-    return False
-
-
-def entry_points_opened(frame):
-    """Whether ``Distribution.entry_points`` made this open, through ``read_text``, which
-    returns the text to it alone (``frame``: the opener's)."""
-    for _ in range(8):
-        if frame is None:
-            return False
-        if frame.f_code.co_filename.endswith(METADATA_CODE):
-            caller = frame.f_back
-            return (
-                frame.f_code.co_name == "read_text"
-                and caller is not None
-                and caller.f_code.co_name == "entry_points"
-                and caller.f_code.co_filename == frame.f_code.co_filename
-            )
-        frame = frame.f_back
-    return False
-
-
-def gzip_opened(frame):
-    """Whether ``gzip.GzipFile`` made this open (``frame``: the opener's)."""
-    return (
-        frame is not None
-        and frame.f_code.co_filename.endswith("/gzip.py")
-        and frame.f_code.co_name == "__init__"
-    )
-
-
-#: The file names, and who must have opened such a file for it to be read for a part.
-SECTION_READERS = {
-    "pyproject.toml": pytest_config_opened,
-    "entry_points.txt": entry_points_opened,
-}
+#: A gzip file's name.
 GZIP_SUFFIX = ".gz"
-SECTION_SUFFIXES = (*SECTION_READERS, GZIP_SUFFIX)
-
-
-def on_open(event, args):
-    """The audit hook: who opened a ``pyproject.toml``, an ``entry_points.txt``, a
-    ``*.gz``."""
-    if event != "open" or not args:
-        return
-    path = args[0]
-    if isinstance(path, bytes):
-        path = os.fsdecode(path)
-    if not isinstance(path, str) or not path.endswith(SECTION_SUFFIXES):
-        return
-    where = os.path.normpath(os.path.join(os.getcwd(), path))
-    name = os.path.basename(where)
-    reader = SECTION_READERS.get(name) or (gzip_opened if name.endswith(GZIP_SUFFIX) else None)
-    if reader is None:
-        return
-    ours = reader(sys._getframe(1))
-    OPENS[where] = OPENS.get(where, True) and ours
-
-
-def watch_sections():
-    sys.addaudithook(on_open)
-
-
-def section_report():
-    """The files only their readers opened."""
-    return sorted(path for path, ours in OPENS.items() if ours)
-
-
-# -- memotest's side (never run in the worker) ---------------------------------------------
 
 #: The digest of a file memotest cannot parse as its reader would.
 UNPARSED = "unparsed"
@@ -142,7 +59,7 @@ GZIP_DATA = "gzip:"
 
 def section_digest(path: str, data: bytes) -> str:
     """The digest of what the reader of the file at ``path`` takes from it (by its name:
-    :data:`SECTION_READERS`), or :data:`UNPARSED`."""
+    the readers of ``memotest.inputs.readers``), or :data:`UNPARSED`."""
     name = os.path.basename(path)
     if name == "pyproject.toml":
         return table_digest(data)

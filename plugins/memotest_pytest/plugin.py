@@ -41,6 +41,7 @@ from memotest.model import SourceLocation, Target
 from memotest.plugins import LoadRequest
 from memotest_pytest import collect as driver
 from memotest_pytest.collect import MARK, NARROW
+from memotest_pytest.warm import memotest_warm_report, memotest_worker_modules  # noqa: F401
 
 #: pytest's own variables change what a run does: passed to the targets and part of the key.
 PYTEST_PASS_ENV = (
@@ -179,13 +180,8 @@ def load(cwd: Path, paths: list[str], python: str, warm: bool = True) -> Project
 
 def warm_modules() -> tuple[str, ...]:
     """What a warm worker imports before forking the collection and the targets
-    (``memotest/tracer/warm.py``): pytest, and nothing pytest would rewrite.
-
-    pytest rewrites the asserts of the modules it imports as plugins (``-p NAME``, the
-    packages of every distribution with a ``pytest11`` entry point, conftests); a module
-    already imported cannot be rewritten, and pytest warns so ("Module already imported
-    so cannot be rewritten"), an error under ``filterwarnings = error``. So those are
-    imported by each run, as without a worker."""
+    (``memotest/tracer/warm/``): pytest, and nothing pytest would rewrite (``warm.py``):
+    those are imported by each run, as without a worker."""
     return ("pytest",)
 
 

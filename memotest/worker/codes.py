@@ -1,0 +1,138 @@
+"""The digests of code objects: what of a Python source file a run's result can depend on.
+
+A run forked from a warm worker notes every code object its process evaluated
+(``memotest/_executed``). For a ``.py`` file that only the import system read, and only in
+that process, what the run's result can depend on is not every byte of the file but:
+
+* the bodies that ran when it was imported, module and classes (their bytecode, names
+  and constants: default values, decorators, annotations, class attributes), and
+* every function of it that ran, whole, line numbers included (a traceback, a warning or
+  a log record shows them),
+* and of every function that did not run, what can be seen without running it: its name,
+  qualified name, argument names and counts, flags and docstring (``inspect.signature``,
+  ``click``'s help texts).
+
+Line numbers of module and class bodies (and of the comprehensions they run) are left out:
+they only show in a traceback of the import itself, which fails the run, and a failed run
+is always run again. So an edit inside one function, or a comment, leaves every run that
+did not execute that function cached, though lines below it moved.
+
+Code objects are named by their path in the file's tree (``Outer.method#0``: the
+qualified name and its occurrence in a depth-first walk). A fingerprint is the map of
+those names to digests for the code objects that ran; it holds while compiling the file
+anew gives the same digests for each (``memotest/tracer/codemap.py`` keeps and checks it).
+
+The worker reports each code object it ran by :func:`check`; memotest compiles the file
+and takes the same digests: this module runs on both sides, so it is of the standard
+library only, in Python 3.10 syntax (see ``memotest/worker/__init__.py``).
+"""
+
+import hashlib
+import sys
+
+CO_OPTIMIZED = 0x1
+CO_VARARGS = 0x4
+CO_VARKEYWORDS = 0x8
+COMPREHENSIONS = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
+
+
+def qualname(code):
+    """The qualified name of a code object (its name before Python 3.11)."""
+    return getattr(code, "co_qualname", code.co_name)
+
+
+def _const(obj, nested):
+    kind = type(obj)
+    if kind is tuple:
+        return "(" + ",".join(_const(x, nested) for x in obj) + ")"
+    if kind is frozenset:
+        return "{" + ",".join(sorted(_const(x, nested) for x in obj)) + "}"
+    if hasattr(obj, "co_code"):
+        return nested(obj)
+    return kind.__name__ + ":" + repr(obj)
+
+
+def interface(code):
+    """What can be seen of a function without running it."""
+    nargs = code.co_argcount + code.co_kwonlyargcount
+    nargs += bool(code.co_flags & CO_VARARGS) + bool(code.co_flags & CO_VARKEYWORDS)
+    doc = None
+    if code.co_flags & CO_OPTIMIZED and code.co_consts and type(code.co_consts[0]) is str:
+        doc = code.co_consts[0]
+    return (
+        "<code "
+        + repr(
+            (
+                code.co_name,
+                qualname(code),
+                code.co_argcount,
+                code.co_posonlyargcount,
+                code.co_kwonlyargcount,
+                code.co_flags,
+                code.co_varnames[:nargs],
+                code.co_freevars,
+                doc,
+            )
+        )
+        + ">"
+    )
+
+
+def digest(code, lines):
+    """The digest of one code object: nested code objects count by their interface only;
+    ``lines`` says whether its line numbers count."""
+    parts = [
+        interface(code),
+        code.co_code.hex(),
+        repr(code.co_names),
+        repr(code.co_varnames),
+        repr(code.co_cellvars),
+        repr(code.co_stacksize),
+        getattr(code, "co_exceptiontable", b"").hex(),
+        _const(code.co_consts, interface),
+    ]
+    if lines:
+        parts.append(repr(code.co_firstlineno))
+        table = getattr(code, "co_linetable", None)
+        parts.append(table.hex() if table is not None else code.co_lnotab.hex())
+    return hashlib.blake2b(
+        "\0".join(parts).encode("utf-8", "surrogatepass"), digest_size=16
+    ).hexdigest()
+
+
+def check(code):
+    """What a run reports of a code object it executed, to tell it apart from any other
+    code object with its name and first line: its digest with line numbers."""
+    return digest(code, True)
+
+
+def tree(module_code):
+    """``{key: (code, body)}`` for every code object of a compiled module, where ``body``
+    says its line numbers do not count (a module or class body, or a comprehension run
+    by one)."""
+    out = {}
+    seen = {}
+
+    def walk(code, parent_body):
+        name = qualname(code)
+        n = seen.get(name, 0)
+        seen[name] = n + 1
+        body = not code.co_flags & CO_OPTIMIZED or (parent_body and code.co_name in COMPREHENSIONS)
+        out[name + "#" + str(n)] = (code, body)
+        for const in code.co_consts:
+            if hasattr(const, "co_code"):
+                walk(const, body)
+
+    walk(module_code, True)
+    return out
+
+
+def compile_tree(source, path):
+    """:func:`tree` of a source file's bytes as the import system would compile them
+    (without ``-O``); raises SyntaxError, ValueError."""
+    return tree(compile(source, path, "exec", dont_inherit=True, optimize=0))
+
+
+def cache_tag():
+    """The compiler the digests are taken with: they compare only under the same one."""
+    return sys.implementation.cache_tag

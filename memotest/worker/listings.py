@@ -1,0 +1,205 @@
+"""Folders listed only to look for certain names in them: which names.
+
+A listed folder is an input by all its entries (``Kind.LISTING``): any new file in it
+re-runs the target. But most listings a Python test run makes are made by readers that
+then look only for certain names in what they listed:
+
+* the import system: a ``FileFinder`` lists each folder of ``sys.path`` and of every
+  package once, then asks that list for ``NAME``, ``NAME.py``, ``NAME.cpython-311-...so``
+  and the like, for each module it looks for there;
+* ``importlib.metadata``: the ``*.dist-info`` and ``*.egg-info`` entries of each folder of
+  ``sys.path`` (entry points, versions);
+* ``glob``: one folder level against one pattern (stevedore hashes
+  ``*.dist-info/entry_points.txt`` of every folder of ``sys.path``);
+* code a plugin knows (its ``listing`` in ``extensions.py``): a test runner's collection
+  on its way down to the file it is given, say.
+
+An audit hook sees every listing made through Python's ``os.listdir`` and ``os.scandir``
+and who made it, and each import-system listing notes every name asked of it. A folder of
+the project that only such readers listed, and only in the run's own process (and the
+worker's), is then an input by those of its entries that match what they looked for
+(``Kind.ENTRIES``): a new ``py.typed``, a ``.pre-commit-config.yaml`` or a renamed
+``CHANGES.md`` re-runs nothing, a new module that an import would now find first re-runs
+what imported it. Any other listing of the folder, by Python code or by another process,
+keeps it whole.
+
+What this rests on: that C code in the run's own process (a C extension calling
+``opendir``) does not list a folder of the project, which the audit hook cannot see;
+that what a plugin says a lister looks for is all it uses of the listing; and that
+nothing lists a folder before the worker's hook is installed but the import system (the
+interpreter's start-up).
+"""
+
+import os
+import sys
+
+from . import audit, extensions
+
+#: Folder -> the names looked for in it (exact entry names).
+LOOKS = {}
+#: Folder -> the patterns looked for in it (``fnmatch``; ``i:`` before a pattern: matched
+#: against the name in lower case).
+PATTERNS = {}
+#: Folders some other reader listed: every entry counts.
+WHOLE = set()
+#: Not empty when some listing cannot be attributed (a folder listed by a file descriptor,
+#: or an import system that does not ask its cache as the notes expect): all stay whole.
+BLIND = []
+
+METADATA_FILES = ("/importlib/metadata/__init__.py", "/importlib_metadata/__init__.py")
+DIST_PATTERNS = ("i:*.dist-info", "i:*.egg-info", "i:egg-info")
+FILL = []  # the import system's own FileFinder._fill_cache, then its code
+#: The frame of the import system's code in a traceback: an import error leaves it out.
+BOOTSTRAP_FILE = "<frozen importlib._bootstrap_external>"
+
+
+class Looked(set):
+    """A ``FileFinder``'s cache of a folder's entries that notes every name asked of it."""
+
+    __slots__ = ("looks",)
+
+    def __contains__(self, name):
+        self.looks.add(name)
+        return set.__contains__(self, name)
+
+
+def absolute(path):
+    """A listed path as the shim writes it: absolute and normalized."""
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    return os.path.normpath(os.path.join(os.getcwd(), path or "."))
+
+
+def metadata_listing(where, frame):
+    """``importlib.metadata`` looking for distributions: their ``*.dist-info`` and
+    ``*.egg-info`` entries."""
+    code = frame.f_code
+    if code.co_name == "children" and code.co_filename.endswith(METADATA_FILES):
+        return (), DIST_PATTERNS
+    return None
+
+
+def glob_listing(where, frame):
+    """``glob`` matching one folder level against one pattern: that pattern."""
+    code, up = frame.f_code, frame.f_back
+    if code.co_name != "_iterdir" or not code.co_filename.endswith("/glob.py") or up is None:
+        return None
+    top = up.f_back
+    if up.f_code.co_name == "_listdir" and top is not None and top.f_code.co_name == "_glob1":
+        pattern = top.f_locals.get("pattern")
+        if isinstance(pattern, bytes):
+            pattern = os.fsdecode(pattern)
+        if isinstance(pattern, str):
+            return (), (pattern,)
+    return None
+
+
+#: Who may list a folder only to look for certain names, asked in order; then plugins.
+LISTERS = (metadata_listing, glob_listing)
+
+
+def on_listing(args, frame):
+    """The watcher of ``os.listdir`` and ``os.scandir``: who listed which folder."""
+    path = args[0] if args else None
+    if isinstance(path, int):
+        BLIND.append(path)
+        return
+    where = absolute(path)
+    if FILL and frame.f_code is FILL[1]:
+        return  # the import system: the names asked of its cache are noted (Looked)
+    for lister in (*LISTERS, *extensions.each("listing")):
+        found = lister(where, frame)
+        if found is not None:
+            names, patterns = found
+            if names or not patterns:
+                LOOKS.setdefault(where, set()).update(names)
+            if patterns:
+                PATTERNS.setdefault(where, set()).update(patterns)
+            return
+    WHOLE.add(where)
+
+
+def _fill_cache(self):
+    """The import system's ``FileFinder._fill_cache``, whose cache then notes what is
+    asked of it (compiled as the import system's own code: see :func:`watch_listings`)."""
+    FILL[0](self)
+    cache = Looked(self._path_cache)
+    cache.looks = LOOKS.setdefault(absolute(self.path), set())
+    self._path_cache = cache
+
+
+def watch_listings():
+    """Installs the watcher and makes every ``FileFinder`` cache note what is asked
+    of it. The folders the import system listed before (the interpreter's start-up) are
+    taken to have been asked for every module imported so far, and for ``site``'s two."""
+    import importlib.machinery
+    from importlib import _bootstrap_external as bootstrap
+
+    finder = bootstrap.FileFinder
+    fill = finder._fill_cache
+    FILL.extend((fill, fill.__code__))
+    suffixes = ["", *importlib.machinery.all_suffixes()]
+    early = set()
+    for module in [*sys.modules, "sitecustomize", "usercustomize"]:
+        tail = module.rpartition(".")[2]
+        early.update(tail + suffix for suffix in suffixes)
+    filled = []
+    for cached in list(sys.path_importer_cache.values()):
+        if type(cached) is finder and cached._path_mtime != -1:
+            looks = LOOKS.setdefault(absolute(cached.path), set())
+            looks.update(early)
+            cache = Looked(cached._path_cache)
+            cache.looks = looks
+            cached._path_cache = cache
+            filled.append(cached)
+    # This Python's import system must ask its cache as the notes expect: if it does not,
+    # nothing is noted, and every listing stays whole.
+    probe = "__memotest_probe__"
+    try:
+        filled[0].find_spec(probe)
+        works = any(name.startswith(probe) for name in filled[0]._path_cache.looks)
+    except Exception:
+        works = False
+    if not works:
+        BLIND.append(None)
+        return
+    _fill_cache.__code__ = _fill_cache.__code__.replace(co_filename=BOOTSTRAP_FILE)
+    finder._fill_cache = _fill_cache
+    audit.watch("os.listdir", on_listing)
+    audit.watch("os.scandir", on_listing)
+
+
+def listing_report(top, roots):
+    """The folders inside ``top`` (the run's folder) but outside ``roots`` (the
+    interpreter's) that only looking readers listed, each with ``[names, patterns]``;
+    None when some listing cannot be attributed (``BLIND``)."""
+    if BLIND:
+        return None
+    inside = os.path.join(top, "")
+    out = {}
+    for where in set(LOOKS) | set(PATTERNS):
+        if where in WHOLE or not (where == top or where.startswith(inside)):
+            continue
+        if os.path.join(where, "").startswith(roots):
+            continue
+        out[where] = [sorted(LOOKS.get(where, ())), sorted(PATTERNS.get(where, ()))]
+    return out
+
+
+def finder_views(top, roots):
+    """The folders of the project (``top``) that only the import system listed, each
+    with ``[the names it looked for, the entries among them it saw]``. They tell whether
+    the worker's imports still hold when such a folder changes (``tracer/warm``)."""
+    report = listing_report(top, roots) or {}
+    views = {}
+    for cached in list(sys.path_importer_cache.values()):
+        cache = getattr(cached, "_path_cache", None)
+        if type(cache) is not Looked:
+            continue
+        where = absolute(cached.path)
+        if where not in report or report[where][1]:
+            continue  # listed by another reader too
+        seen = sorted(n for n in cache if n in cache.looks)
+        if views.setdefault(where, seen) != seen:
+            views[where] = None  # two caches of it saw it differently
+    return {w: [sorted(LOOKS[w]), seen] for w, seen in views.items() if seen is not None}
