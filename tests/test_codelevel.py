@@ -1,6 +1,6 @@
-"""Python files fingerprinted by the code of them a run executed (``tracer/codemap.py``):
-real pytest builds forked from a warm worker, real edits, and the cases that must fall
-back to the whole file."""
+"""Python files fingerprinted by the code of them a run executed (``tracer/codemap.py``,
+``memotest/worker/code_watch.py``): real pytest builds forked from a warm worker, real
+edits, and the cases that must fall back to the whole file."""
 
 from __future__ import annotations
 

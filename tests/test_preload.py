@@ -1,4 +1,4 @@
-"""What warm workers preload (``memotest/tracer/preload.py``): learned from real forked
+"""What warm workers preload (``memotest/tracer/warm/preload.py``): learned from real forked
 runs of real pytest, and refused when importing it early would change a run."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Warm workers (``memotest/tracer/warm.py``): runs forked from a process that has already
+"""Warm workers (``memotest/tracer/warm/``): runs forked from a process that has already
 imported what they need. Real workers, real forks, under the real shim."""
 
 from __future__ import annotations
