@@ -181,7 +181,8 @@ def memotest_worker_modules(config: Config | None) -> list[ModuleType]:
     (``os``, ``sys``: what is imported before the worker watches its listings counts as
     looked for in every folder). memotest sends the file's source to the worker, which
     makes it a module and calls the functions it defines, all optional, at these moments
-    (``memotest/worker/extensions.py``):
+    (``memotest/worker/extensions.py``); they run inside the run's process, so they must
+    not raise:
 
     * ``before_run(job)``: in the forked child, before the run's module starts;
     * ``listing(where, frame)``: a folder was listed by code memotest does not know:

@@ -4,7 +4,8 @@ A plugin that knows what its own code does inside a run (its test runner's colle
 lists folders on the way to a file, its assertion rewriter wants to import modules
 itself...) ships a module of the standard library only and names it through the hook
 ``memotest_worker_modules``; the worker loads it (``boot.py``) and calls the functions
-it defines, all optional, under these names:
+it defines, all optional, under these names (inside the run's process: they must not
+raise):
 
 * ``before_run(job)``: in the forked child, before the run's module starts, when the run
   reports (``job`` is the request: ``module``, ``args``, ``cwd``, ``env``...);

@@ -46,7 +46,7 @@ def extension_modules(config: Any = None) -> list[ModuleType]:
     return [module for modules in found for module in modules]
 
 
-def worker_argv(python: str, cfg: dict[str, Any], listings: bool, config: Any = None):
+def worker_argv(python: str, cfg: dict[str, Any], listings: bool, config: Any = None) -> list[str]:
     """The command that starts a worker of ``python`` with the start-up config ``cfg``
     (``serve.py``); with ``listings``, its runs report what they listed, what their
     readers opened and the code they executed."""
