@@ -140,7 +140,10 @@ def watch_listings():
     FILL.extend((fill, fill.__code__))
     suffixes = ["", *importlib.machinery.all_suffixes()]
     early = set()
+    ours = __name__.rpartition(".")[0]  # the worker's own modules: no import looked for them
     for module in [*sys.modules, "sitecustomize", "usercustomize"]:
+        if module == ours or module.startswith(ours + "."):
+            continue
         tail = module.rpartition(".")[2]
         early.update(tail + suffix for suffix in suffixes)
     filled = []
