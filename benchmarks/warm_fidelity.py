@@ -1,6 +1,6 @@
 """Does a run forked from a warm worker print what a fresh process prints?
 
-memotest forks each ``--pytest`` target from a warm worker (``memotest/tracer/warm.py``)
+memotest forks each ``--pytest`` target from a warm worker (``memotest/tracer/warm/``)
 unless ``--no-warm`` is given. For each project of ``benchmarks/replay.py`` (its venv and
 downloads, ``.bench/``), the last listed release is laid into ``$TMPDIR/memotest-fidelity/PROJECT``
 and every target is run four times, with ``memotest build --force``: fresh (``--no-warm``),
@@ -8,7 +8,7 @@ fresh again (the control: what differs between two fresh runs is the suite's own
 randomness, such as a set's order under a random hash seed), warm (the first warm build:
 its workers import pytest only, and the runs report what they imported) and preloaded
 (the next: its workers also import what the first build's runs reported,
-``memotest/tracer/preload.py``). Each target's log (``memotest show --log``) is compared,
+``memotest/tracer/warm/preload.py``). Each target's log (``memotest show --log``) is compared,
 with durations, hexadecimal addresses and the private temporary folders' names
 normalized. Prints per project how many targets printed the same in both fresh runs, how
 many printed the same warm and preloaded as fresh, and every target whose warm or

@@ -4,7 +4,7 @@ memotest runs one pytest process per test file (as RetestAll does), and each pay
 starting Python, importing pytest and loading its plugins before the file's first test.
 This measures what forking a child per file from a process that has already imported
 pytest and its plugins saves, without memotest or its tracer: the raw gain of memotest's
-warm workers (``memotest/tracer/warm.py``), which fork every ``--pytest`` target that way.
+warm workers (``memotest/tracer/warm/``), which fork every ``--pytest`` target that way.
 
 Run it with the interpreter of the tests, in the project's folder::
 

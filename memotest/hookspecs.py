@@ -19,7 +19,8 @@ and walks through writing a complete plugin.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from memotest.model import Target
     from memotest.plugins import Config, LoadRequest, PluginManager
     from memotest.report import Summary, TargetResult
+    from memotest.tracer.warm.reading import WarmReading
 
 hookspec = pluggy.HookspecMarker("memotest")
 hookimpl = pluggy.HookimplMarker("memotest")
@@ -252,4 +254,71 @@ def memotest_report(summary: Summary, config: Config) -> None:
         @hookimpl
         def memotest_report(summary, config):
             print(f"{summary.count('cached')} targets replayed")
+    """
+
+
+@hookspec
+def memotest_worker_modules(config: Config) -> list[ModuleType]:
+    """Modules to load into every warm worker, in the target's interpreter.
+
+    Called when a warm worker is started (in the thread that needs it first); every
+    result is used.
+
+    A warm worker imports a target's ``warm`` modules once and forks each run; it runs in
+    the target's interpreter, which cannot import memotest nor your plugin. Return the
+    modules you ship for it: each must be one file of the standard library only (Python
+    3.10 syntax), importing at its top only what the interpreter has at start-up
+    (``os``, ``sys``: what is imported before the worker watches its listings counts as
+    looked for in every folder). memotest sends the file's source to the worker, which
+    makes it a module and calls the functions it defines, all optional, at these moments
+    (``memotest/worker/extensions.py``); they run inside the run's process, so they must
+    not raise:
+
+    * ``before_run(job)``: in the forked child, before the run's module starts;
+    * ``listing(where, frame)``: a folder was listed by code memotest does not know:
+      ``(names, patterns)`` that code looks for in it, or None if it is not yours;
+    * ``excluded(path)``: whether the code of this source file is left out of what the
+      run reports it executed (its file then stays whole);
+    * ``keep_whole(codes)``: given the code objects the run executed, why its Python
+      files must stay whole, or None;
+    * ``report()``: a dict of JSON values merged into the run's report (read it back with
+      ``memotest_warm_report``).
+
+    Example::
+
+        # myplugin/worker_side.py: the standard library only
+        def report():
+            import sys
+            return {"myrunner_loaded": "myrunner" in sys.modules}
+
+        # myplugin/plugin.py
+        from myplugin import worker_side
+
+        @hookimpl
+        def memotest_worker_modules(config):
+            return [worker_side]
+    """
+
+
+@hookspec
+def memotest_warm_report(report: dict[str, Any], config: Config) -> WarmReading | None:
+    """Read your part of the report of a run forked from a warm worker.
+
+    Called in the thread that ran it, when such a run ended, with its report (what
+    your worker-side module's ``report`` added, its ``code``: the code it executed or
+    why its files stay whole, its ``args``...). Return a
+    :class:`memotest.tracer.warm.reading.WarmReading`, or
+    None if the report says nothing to you: ``fresh`` names modules (and packages) the
+    run must import itself (never preloaded, and a run whose worker preloaded one of them
+    runs again as a fresh process), ``whole`` says the runs with these arguments keep
+    their files whole (their next runs do not note the code they execute). Every
+    plugin's reading counts.
+
+    Example::
+
+        @hookimpl
+        def memotest_warm_report(report, config):
+            if report.get("myrunner_loaded"):
+                return WarmReading(fresh=frozenset({"myrunner.plugins"}))
+            return None
     """

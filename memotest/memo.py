@@ -25,7 +25,7 @@ from memotest.report import TargetResult
 from memotest.runner import Runner
 from memotest.step import Step
 from memotest.store import Store
-from memotest.tracer.warm import WorkerPool
+from memotest.tracer.warm.pool import WorkerPool
 
 LOCK_TIMEOUT = 600.0
 
@@ -56,6 +56,7 @@ def run_memoized(
     unkeyed_env: Mapping[str, str] | None = None,
     force: bool = False,
     tee: BinaryIO | None = None,
+    pool: WorkerPool | None = None,
 ) -> MemoResult:
     """Runs ``target`` unless its record in ``root/.memotest`` still holds.
 
@@ -65,16 +66,19 @@ def run_memoized(
     the key: only for values that change from one invocation to the next without
     changing what the command does (a terminal's width, a random seed the tool picks).
     ``tee``: when the command runs, its output is also written there as it comes
-    (``MemoResult.streamed``); a replayed log is only returned.
+    (``MemoResult.streamed``); a replayed log is only returned. ``pool``: the warm
+    workers to fork a target that declares ``warm`` modules from (a build's, while it
+    loads its targets); without one, such a target gets a worker of its own, stopped
+    once the command is done.
     """
     settings = settings or Settings()
     project = Project(root / "memotest.toml", root, settings, {target.name: target})
     # No command line here: the hooks get a configuration of their own, with no options.
     config = Config(argparse.Namespace(), plugins.manager())
     # A target that declares warm modules (a test framework's collection) is forked from a
-    # worker of its own: what the run reports makes its Python files inputs by the code it
-    # ran. The worker is stopped once the command is done.
-    pool = WorkerPool() if target.warm else None
+    # worker: what the run reports makes its Python files inputs by the code it ran.
+    own_pool = WorkerPool(config=config) if target.warm and pool is None else None
+    pool = pool or own_pool
     step = Step(
         root=root,
         settings=settings,
@@ -87,8 +91,8 @@ def run_memoized(
     try:
         return _replay_or_run(step, target, root, tee, unkeyed_env)
     finally:
-        if pool is not None:
-            pool.close()
+        if own_pool is not None:
+            own_pool.close()
 
 
 def _replay_or_run(

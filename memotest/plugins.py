@@ -134,6 +134,11 @@ class Config:
 
     options: argparse.Namespace = field(default_factory=argparse.Namespace)
     pluginmanager: PluginManager = field(default_factory=manager)
+    #: The command's warm workers (``memotest.tracer.warm.pool.WorkerPool``; a build's,
+    #: None elsewhere): a plugin that runs a memoized command while loading targets (a
+    #: test collection) forks it from them, as the build's targets are, with the same
+    #: ``--no-preload`` and ``--whole-files``.
+    worker_pool: Any = None
 
     @property
     def hook(self) -> Any:

@@ -18,7 +18,9 @@ from typing import BinaryIO
 
 from memotest.model import Outcome, Target
 from memotest.tracer.run import TracedRun
-from memotest.tracer.warm import RemoteProcess, WarmSpec, WarmUnavailable, WorkerPool
+from memotest.tracer.warm.pool import WorkerPool
+from memotest.tracer.warm.remote import RemoteProcess
+from memotest.tracer.warm.spec import WarmSpec, WarmUnavailable
 
 
 class Runner:
@@ -27,7 +29,7 @@ class Runner:
     def __init__(self, work_root: str | None = None, *, pool: WorkerPool | None = None) -> None:
         self.work_root = work_root
         #: The warm workers that targets declaring ``warm`` modules are forked from
-        #: (``tracer/warm.py``); None: every target starts as a fresh process (``--no-warm``).
+        #: (``tracer/warm/``); None: every target starts as a fresh process (``--no-warm``).
         #: Whoever made the pool closes it.
         self.pool = pool
         self._running: set[TracedRun] = set()
@@ -120,7 +122,7 @@ class Runner:
                 # The run wanted a module the worker had preloaded imported afresh (a
                 # plugin's import hook would have rewritten it), or the run's sys.path
                 # would have found it elsewhere: not the result a fresh run would give.
-                # Run it again, fresh (preload.py).
+                # Run it again, fresh (tracer/warm/preload.py).
                 log.seek(0)
                 log.truncate()
                 shutil.rmtree(tmpdir, ignore_errors=True)

@@ -1,6 +1,6 @@
-"""Python files fingerprinted by the code of them a run executed (``tracer/codemap.py``):
-real pytest builds forked from a warm worker, real edits, and the cases that must fall
-back to the whole file."""
+"""Python files fingerprinted by the code of them a run executed (``memotest/inputs/code.py``,
+``memotest/worker/code_watch.py``): real pytest builds forked from a warm worker, real
+edits, and the cases that must fall back to the whole file."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from conftest import build_statuses, memotest, write_tree
 from memotest.inputs import code as code_kind
 from memotest.model import Kind
 from memotest.store import Store
-from memotest.tracer import codemap
+from memotest.worker import codes
 
 A = "pytest:tests/test_a.py"
 B = "pytest:tests/test_b.py"
@@ -220,15 +220,15 @@ def test_record_refuses_code_the_file_does_not_have():
     """The run reports each code object with a digest: one compiled from other source
     (a stale ``.pyc``, ``-O``) leaves the file whole."""
     source = b"def f():\n    assert 1\n    return 2\n"
-    tree = codemap.compile_tree(source, "m.py")
-    ran = [[codemap.qualname(c), c.co_firstlineno, codemap.check(c)] for c, _ in tree.values()]
+    tree = codes.compile_tree(source, "m.py")
+    ran = [[codes.qualname(c), c.co_firstlineno, codes.check(c)] for c, _ in tree.values()]
     blob = code_kind.record(source, "m.py", ran)
     assert blob is not None
     assert set(json.loads(blob)["code"]) == {"<module>#0", "f#0"}
     optimized = compile(source, "m.py", "exec", dont_inherit=True, optimize=1)
     f = next(c for c in optimized.co_consts if hasattr(c, "co_code"))
-    assert code_kind.record(source, "m.py", [ran[0], ["f", 1, codemap.check(f)]]) is None
-    assert code_kind.changed(blob, codemap.compile_tree(source, "m.py")) is None
+    assert code_kind.record(source, "m.py", [ran[0], ["f", 1, codes.check(f)]]) is None
+    assert code_kind.changed(blob, codes.compile_tree(source, "m.py")) is None
     assert code_kind.changed(blob, SyntaxError("x")) == "it no longer compiles (SyntaxError)"
 
 

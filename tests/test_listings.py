@@ -162,23 +162,6 @@ def test_the_record_names_what_was_looked_for_and_what_was_there():
     assert entries_kind.entries_changed(blob, ["x.CSV"]) == ([], ["Foo.DIST-INFO", "a.py"])
 
 
-def test_the_worker_source_defines_each_name_once():
-    """The worker runs codemap.py, listings.py and sections.py as one source: a name
-    defined twice would replace the other module's (a crash in the worker's report)."""
-    import ast
-    from collections import Counter
-
-    from memotest.tracer import warm
-
-    names: Counter[str] = Counter()
-    for node in ast.parse(warm.WORKER_PRELUDE + warm.WORKER_SOURCE).body:
-        if isinstance(node, ast.FunctionDef | ast.ClassDef):
-            names[node.name] += 1
-        elif isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-    assert [n for n, count in names.items() if count > 1] == []
-
-
 def test_a_worker_holds_while_only_entries_its_imports_did_not_look_for_change(tmp_path):
     """A new folder or file in the project (pytest-benchmark's ``.benchmarks``, an editor's
     swap file) does not replace the warm worker; a module its imports would now find does."""
@@ -186,7 +169,8 @@ def test_a_worker_holds_while_only_entries_its_imports_did_not_look_for_change(t
     import sys
     import time
 
-    from memotest.tracer.warm import WarmSpec, Worker
+    from memotest.tracer.warm.spec import WarmSpec
+    from memotest.tracer.warm.worker import Worker
 
     mods = write_tree(tmp_path / "mods", {"warmdep.py": "VALUE = 1\n"})
     time.sleep(0.1)

@@ -1,4 +1,4 @@
-"""What warm workers preload (``memotest/tracer/preload.py``): learned from real forked
+"""What warm workers preload (``memotest/tracer/warm/preload.py``): learned from real forked
 runs of real pytest, and refused when importing it early would change a run."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from pathlib import Path
 
 from conftest import build_statuses, plugin_site, write_tree
 
-from memotest.tracer.preload import HINTS, PreloadBook, marked
+from memotest.tracer.warm.preload import HINTS, PreloadBook
+from memotest.tracer.warm.reading import marked
 
 PY = sys.executable
 

@@ -1,4 +1,4 @@
-"""Warm workers (``memotest/tracer/warm.py``): runs forked from a process that has already
+"""Warm workers (``memotest/tracer/warm/``): runs forked from a process that has already
 imported what they need. Real workers, real forks, under the real shim."""
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from conftest import build_statuses, memotest, plugin_site, write_tree
 
 from memotest.model import Target
 from memotest.runner import Runner
-from memotest.tracer.warm import WarmSpec, WarmUnavailable, Worker, WorkerPool
+from memotest.tracer.warm.pool import WorkerPool
+from memotest.tracer.warm.spec import WarmSpec, WarmUnavailable
+from memotest.tracer.warm.worker import Worker
 
 PY = sys.executable
 
@@ -249,3 +251,36 @@ def test_a_folder_the_worker_only_looked_up_may_change_a_listed_one_may_not(tmp_
         assert worker.changed() == str(mods / "listed")
     finally:
         worker.close()
+
+
+def test_the_worker_modules_import_only_the_standard_library():
+    """The worker runs in the target's interpreter, which cannot import memotest: its
+    modules (and those plugins ship for it) import the standard library, and each other
+    by relative imports only; they are compiled as Python 3.10."""
+    import ast
+
+    import memotest.worker
+    from memotest.tracer.warm.command import extension_modules
+
+    folder = Path(memotest.worker.__file__).parent
+    own = {p.stem for p in folder.glob("*.py")}
+    files = [*folder.glob("*.py"), *(Path(str(m.__file__)) for m in extension_modules())]
+    assert any(f.name == "worker_side.py" for f in files)  # the pytest plugin's
+    outside = []
+    for path in files:
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path), feature_version=(3, 10))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            elif isinstance(node, ast.ImportFrom):
+                module = node.module.split(".")[0] if node.module else None
+                names = [module] if module else [alias.name for alias in node.names]
+                outside += [f"{path.name}: .{n}" for n in names if n not in own]
+                continue
+            else:
+                continue
+            tops = {n.split(".", 1)[0] for n in names}
+            outside += [f"{path.name}: {t}" for t in sorted(tops - sys.stdlib_module_names)]
+    assert outside == []

@@ -8,9 +8,10 @@ import os
 from memotest import plugins
 from memotest.build import Build, Options, interrupt_on_sigterm, select
 from memotest.commands.common import add_file_option, open_store
+from memotest.config import Project
 from memotest.errors import UsageError
 from memotest.store import Store
-from memotest.tracer.warm import WorkerPool
+from memotest.tracer.warm.pool import WorkerPool
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -100,7 +101,20 @@ def run(args: argparse.Namespace) -> int:
 
 def build(config: plugins.Config) -> int:
     args = config.options
-    project = plugins.load_project(config)
+    # Created before the targets are loaded: a loader's memoized collection forks from it.
+    pool = config.worker_pool = None if args.no_warm else warm_pool(config)
+    try:
+        project = plugins.load_project(config)
+    except BaseException:
+        if pool is not None:
+            pool.close()
+        raise
+    return _build(config, project)
+
+
+def _build(config: plugins.Config, project: Project) -> int:
+    args = config.options
+    pool = config.worker_pool
     targets = select(project, args.targets)
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("build: -j must be at least 1")
@@ -115,7 +129,6 @@ def build(config: plugins.Config) -> int:
         audit_seed=args.audit_seed,
     )
     store = None if args.no_cache else open_store(project, lock=not args.dry_run)
-    pool = None if args.no_warm else warm_pool(args)
     undo = interrupt_on_sigterm()
     try:
         summary = Build(project, store, options, config, pool).run(targets)
@@ -141,11 +154,11 @@ def build(config: plugins.Config) -> int:
     return 0 if summary.ok else 1
 
 
-def warm_pool(args: argparse.Namespace) -> WorkerPool:
+def warm_pool(config: plugins.Config) -> WorkerPool:
     """This build's warm workers (started on first use, stopped by ``close``)."""
-    pool = WorkerPool()
-    pool.preload = not args.no_preload
-    pool.code_level = not args.whole_files
+    pool = WorkerPool(config=config)
+    pool.preload = not config.options.no_preload
+    pool.code_level = not config.options.whole_files
     return pool
 
 

@@ -3,7 +3,7 @@
 A run forked from a warm worker notes every code object its process evaluated and
 reports, at its exit, those of the project's ``.py`` files that only the import system
 read, each as ``[qualified name, first line, check digest]`` (``Trace.code``; how the
-digests are taken, and why they are what a run can depend on: ``tracer/codemap.py``).
+digests are taken, and why they are what a run can depend on: ``memotest/worker/codes.py``).
 The refinement turns such a ``file`` input, when nothing else read the file (no other
 process, no symlink), into a ``code`` input: its digest names the CAS blob of the digests
 of the code objects that ran (:func:`record_tree`). Their cached bytecode (``__pycache__``)
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from memotest.fingerprint import UNREADABLE, FileStates, Fingerprint, Refresh, is_racy
 from memotest.inputs.base import InputKind, read_file, refresh, regular_file, sig_holds, type_word
 from memotest.model import Input, Kind, StatSig, Trace
-from memotest.tracer.codemap import COMPREHENSIONS, cache_tag, compile_tree, digest, qualname
+from memotest.worker.codes import COMPREHENSIONS, cache_tag, compile_tree, digest, qualname
 
 if TYPE_CHECKING:
     from memotest.store import Store

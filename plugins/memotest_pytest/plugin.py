@@ -38,11 +38,16 @@ from memotest.config import DEFAULT_PASS_ENV, Project, Settings
 from memotest.errors import ConfigError, UsageError
 from memotest.hookspecs import hookimpl
 from memotest.model import SourceLocation, Target
-from memotest.plugins import LoadRequest
+from memotest.plugins import Config, LoadRequest
+from memotest.tracer.warm.pool import WorkerPool
 from memotest_pytest import collect as driver
 from memotest_pytest.collect import MARK, NARROW
-from memotest_pytest.ignore import memotest_ignore  # noqa: F401 (a hook of this plugin)
-from memotest_pytest.readers import memotest_readers  # noqa: F401 (this plugin's reader)
+
+# This plugin's other hooks, each in the module of what it is about (pluggy registers
+# every hook function this module holds, so importing them here registers them).
+from memotest_pytest.ignore import memotest_ignore  # noqa: F401
+from memotest_pytest.readers import memotest_readers  # noqa: F401
+from memotest_pytest.warm import memotest_warm_report, memotest_worker_modules  # noqa: F401
 
 #: pytest's own variables change what a run does: passed to the targets and part of the key.
 PYTEST_PASS_ENV = (
@@ -79,7 +84,7 @@ def memotest_addoption(parser: argparse.ArgumentParser) -> None:
 
 
 @hookimpl(tryfirst=True)
-def memotest_load_targets(request: LoadRequest) -> Project | None:
+def memotest_load_targets(request: LoadRequest, config: Config) -> Project | None:
     paths = getattr(request.options, "pytest", None)
     if paths is None and request.source != "pytest":
         return None
@@ -92,7 +97,7 @@ def memotest_load_targets(request: LoadRequest) -> Project | None:
         )
     python = getattr(request.options, "pytest_python", None) or sys.executable
     warm = not getattr(request.options, "no_warm", False)
-    return load(request.cwd, list(paths or []), python, warm)
+    return load(request.cwd, list(paths or []), python, warm, config.worker_pool)
 
 
 def resolve_python(python: str) -> str:
@@ -111,8 +116,11 @@ def resolve_python(python: str) -> str:
     return path
 
 
-def load(cwd: Path, paths: list[str], python: str, warm: bool = True) -> Project:
-    """Collects ``paths`` (relative to ``cwd``) with pytest and makes one target per file."""
+def load(
+    cwd: Path, paths: list[str], python: str, warm: bool = True, pool: WorkerPool | None = None
+) -> Project:
+    """Collects ``paths`` (relative to ``cwd``) with pytest and makes one target per file;
+    the collection is forked from ``pool``'s warm workers (the build's) when there is one."""
     python = resolve_python(python)
     for p in paths:
         if not os.path.exists(os.path.join(cwd, p)):
@@ -120,13 +128,13 @@ def load(cwd: Path, paths: list[str], python: str, warm: bool = True) -> Project
                 f"--pytest: no such file or folder: {p!r} (every word after --pytest is a "
                 "path; name targets before --pytest, or after --)"
             )
-    data = collect(cwd, paths, python, warm)
+    data = collect(cwd, paths, python, warm, pool)
     rootdir = Path(data["rootdir"])
     if not _same_file(str(rootdir), str(cwd)):
         # The targets run in the rootdir, where imports may resolve differently (python -m
         # puts the current folder on sys.path): collect again there, as they will run.
         wanted = [os.path.join(cwd, p) for p in paths] or [str(cwd)]
-        data = collect(rootdir, [os.path.abspath(p) for p in wanted], python, warm)
+        data = collect(rootdir, [os.path.abspath(p) for p in wanted], python, warm, pool)
         rootdir = Path(data["rootdir"])
         cwd = rootdir
     where = " ".join(paths) if paths else str(cwd)
@@ -181,13 +189,8 @@ def load(cwd: Path, paths: list[str], python: str, warm: bool = True) -> Project
 
 def warm_modules() -> tuple[str, ...]:
     """What a warm worker imports before forking the collection and the targets
-    (``memotest/tracer/warm.py``): pytest, and nothing pytest would rewrite.
-
-    pytest rewrites the asserts of the modules it imports as plugins (``-p NAME``, the
-    packages of every distribution with a ``pytest11`` entry point, conftests); a module
-    already imported cannot be rewritten, and pytest warns so ("Module already imported
-    so cannot be rewritten"), an error under ``filterwarnings = error``. So those are
-    imported by each run, as without a worker."""
+    (``memotest/tracer/warm/``): pytest, and nothing pytest would rewrite (``warm.py``):
+    those are imported by each run, as without a worker."""
     return ("pytest",)
 
 
@@ -238,7 +241,9 @@ def pinned_config(inipath: str | None, rootdir: Path, settings: bool = True) -> 
     return ("-c", os.devnull, "--rootdir", str(rootdir), "--confcutdir", cut)
 
 
-def collect(cwd: Path, paths: list[str], python: str, warm: bool = True) -> dict[str, Any]:
+def collect(
+    cwd: Path, paths: list[str], python: str, warm: bool = True, pool: WorkerPool | None = None
+) -> dict[str, Any]:
     """Runs the collection driver with ``python`` in ``cwd``; returns its JSON report
     (plus ``output``: what pytest printed).
 
@@ -266,7 +271,7 @@ def collect(cwd: Path, paths: list[str], python: str, warm: bool = True) -> dict
     )
     settings = Settings(pass_env=(*DEFAULT_PASS_ENV, *PYTEST_PASS_ENV))
     try:
-        result = run_memoized(target, root=cwd, settings=settings)
+        result = run_memoized(target, root=cwd, settings=settings, pool=pool)
     except OSError as exc:
         raise ConfigError(f"pytest: cannot run {python}: {exc.strerror}") from None
     if result.status == "timeout":

@@ -11,31 +11,29 @@ then look only for certain names in what they listed:
   ``sys.path`` (entry points, versions);
 * ``glob``: one folder level against one pattern (stevedore hashes
   ``*.dist-info/entry_points.txt`` of every folder of ``sys.path``);
-* pytest's collection, on its way down to the test file it is given: of each folder above
-  the file it collects only the entry that leads to the file (pytest 8 makes a collector
-  for every entry and drops the others unmatched).
+* code a plugin knows (its ``listing`` in ``extensions.py``): a test runner's collection
+  on its way down to the file it is given, say.
 
-In a run forked from a warm worker, an audit hook sees every listing made through
-Python's ``os.listdir`` and ``os.scandir`` and who made it, and each import-system
-listing notes every name asked of it. A folder of the project that only such readers
-listed, and only in the run's own process (and the worker's), is then an input by those
-of its entries that match what they looked for (``Kind.ENTRIES``): a new ``py.typed``, a
-``.pre-commit-config.yaml`` or a renamed ``CHANGES.md`` re-runs nothing, a new module
-that an import would now find first re-runs what imported it. Any other listing of the
-folder, by Python code or by another process, keeps it whole.
+An audit hook sees every listing made through Python's ``os.listdir`` and ``os.scandir``
+and who made it, and each import-system listing notes every name asked of it. A folder of
+the project that only such readers listed, and only in the run's own process (and the
+worker's), is then an input by those of its entries that match what they looked for
+(``Kind.ENTRIES``): a new ``py.typed``, a ``.pre-commit-config.yaml`` or a renamed
+``CHANGES.md`` re-runs nothing, a new module that an import would now find first re-runs
+what imported it. Any other listing of the folder, by Python code or by another process,
+keeps it whole.
 
 What this rests on: that C code in the run's own process (a C extension calling
 ``opendir``) does not list a folder of the project, which the audit hook cannot see;
-that a hook of a pytest plugin does nothing with the entries of the folders above the
-test file that pytest then drops; and that nothing lists a folder before the worker's
-hook is installed but the import system (the interpreter's start-up).
-
-The first part of this module runs inside the warm worker (``warm.py`` includes its
-source), in the target's interpreter: the standard library only, Python 3.10 syntax.
+that what a plugin says a lister looks for is all it uses of the listing; and that
+nothing lists a folder before the worker's hook is installed but the import system (the
+interpreter's start-up).
 """
 
 import os
 import sys
+
+from . import audit, extensions
 
 #: Folder -> the names looked for in it (exact entry names).
 LOOKS = {}
@@ -50,8 +48,9 @@ BLIND = []
 
 METADATA_FILES = ("/importlib/metadata/__init__.py", "/importlib_metadata/__init__.py")
 DIST_PATTERNS = ("i:*.dist-info", "i:*.egg-info", "i:egg-info")
-PYTEST_COLLECT = ("/_pytest/main.py", "/_pytest/python.py")
-FILL = []  # the code of the import system's own FileFinder._fill_cache
+FILL = []  # the import system's own FileFinder._fill_cache, then its code
+#: The frame of the import system's code in a traceback: an import error leaves it out.
+BOOTSTRAP_FILE = "<frozen importlib._bootstrap_external>"
 
 
 class Looked(set):
@@ -71,78 +70,66 @@ def absolute(path):
     return os.path.normpath(os.path.join(os.getcwd(), path or "."))
 
 
-def below(where, collector):
-    """The entries of ``where`` that lead to what pytest was asked to collect (the
-    arguments of the ``collector``'s session); None if one of them is ``where`` or a
-    folder above it (pytest then collects all of it), or none is inside it."""
-    try:
-        config = collector.config
-        start = str(config.invocation_params.dir)
-        args = [absolute(os.path.join(start, str(a).split("::", 1)[0])) for a in config.args]
-    except Exception:
+def metadata_listing(where, frame):
+    """``importlib.metadata`` looking for distributions: their ``*.dist-info`` and
+    ``*.egg-info`` entries."""
+    code = frame.f_code
+    if code.co_name == "children" and code.co_filename.endswith(METADATA_FILES):
+        return (), DIST_PATTERNS
+    return None
+
+
+def glob_listing(where, frame):
+    """``glob`` matching one folder level against one pattern: that pattern."""
+    code, up = frame.f_code, frame.f_back
+    if code.co_name != "_iterdir" or not code.co_filename.endswith("/glob.py") or up is None:
         return None
-    base = os.path.join(where, "")
-    names = set()
-    for arg in args:
-        if arg == where or base.startswith(os.path.join(arg, "")):
-            return None
-        if arg.startswith(base):
-            names.add(arg[len(base) :].split("/", 1)[0])
-    return names or None
+    top = up.f_back
+    if up.f_code.co_name == "_listdir" and top is not None and top.f_code.co_name == "_glob1":
+        pattern = top.f_locals.get("pattern")
+        if isinstance(pattern, bytes):
+            pattern = os.fsdecode(pattern)
+        if isinstance(pattern, str):
+            return (), (pattern,)
+    return None
 
 
-def on_listing(event, args):
-    """The audit hook: who listed which folder."""
-    if event != "os.listdir" and event != "os.scandir":
-        return
+#: Who may list a folder only to look for certain names, asked in order; then plugins.
+LISTERS = (metadata_listing, glob_listing)
+
+
+def on_listing(args, frame):
+    """The watcher of ``os.listdir`` and ``os.scandir``: who listed which folder."""
     path = args[0] if args else None
     if isinstance(path, int):
         BLIND.append(path)
         return
     where = absolute(path)
-    frame = sys._getframe(1)
-    code = frame.f_code
-    if FILL and code is FILL[0]:
+    if FILL and frame.f_code is FILL[1]:
         return  # the import system: the names asked of its cache are noted (Looked)
-    name, file = code.co_name, code.co_filename
-    up = frame.f_back
-    if name == "children" and file.endswith(METADATA_FILES):
-        PATTERNS.setdefault(where, set()).update(DIST_PATTERNS)
-        return
-    if name == "_iterdir" and file.endswith("/glob.py") and up is not None:
-        top = up.f_back
-        if up.f_code.co_name == "_listdir" and top is not None and top.f_code.co_name == "_glob1":
-            pattern = top.f_locals.get("pattern")
-            if isinstance(pattern, bytes):
-                pattern = os.fsdecode(pattern)
-            if isinstance(pattern, str):
-                PATTERNS.setdefault(where, set()).add(pattern)
-                return
-    if (
-        name == "scandir"
-        and file.endswith("/_pytest/pathlib.py")
-        and up is not None
-        and up.f_code.co_name == "collect"
-        and up.f_code.co_filename.endswith(PYTEST_COLLECT)
-    ):
-        names = below(where, up.f_locals.get("self"))
-        if names is not None:
-            LOOKS.setdefault(where, set()).update(names)
+    for lister in (*LISTERS, *extensions.each("listing")):
+        found = lister(where, frame)
+        if found is not None:
+            names, patterns = found
+            if names or not patterns:
+                LOOKS.setdefault(where, set()).update(names)
+            if patterns:
+                PATTERNS.setdefault(where, set()).update(patterns)
             return
     WHOLE.add(where)
 
 
-FILL_SOURCE = """
 def _fill_cache(self):
-    fill(self)
+    """The import system's ``FileFinder._fill_cache``, whose cache then notes what is
+    asked of it (compiled as the import system's own code: see :func:`watch_listings`)."""
+    FILL[0](self)
     cache = Looked(self._path_cache)
     cache.looks = LOOKS.setdefault(absolute(self.path), set())
     self._path_cache = cache
-"""
 
 
 def watch_listings():
-    """Installs the audit hook and makes every ``FileFinder`` cache note what is asked
+    """Installs the watcher and makes every ``FileFinder`` cache note what is asked
     of it. The folders the import system listed before (the interpreter's start-up) are
     taken to have been asked for every module imported so far, and for ``site``'s two."""
     import importlib.machinery
@@ -150,10 +137,13 @@ def watch_listings():
 
     finder = bootstrap.FileFinder
     fill = finder._fill_cache
-    FILL.append(fill.__code__)
+    FILL.extend((fill, fill.__code__))
     suffixes = ["", *importlib.machinery.all_suffixes()]
     early = set()
+    ours = __name__.rpartition(".")[0]  # the worker's own modules: no import looked for them
     for module in [*sys.modules, "sitecustomize", "usercustomize"]:
+        if module == ours or module.startswith(ours + "."):
+            continue
         tail = module.rpartition(".")[2]
         early.update(tail + suffix for suffix in suffixes)
     filled = []
@@ -176,11 +166,10 @@ def watch_listings():
     if not works:
         BLIND.append(None)
         return
-    # Compiled as the import system's own code: an import error's traceback leaves it out.
-    space = {"fill": fill, "Looked": Looked, "LOOKS": LOOKS, "absolute": absolute}
-    exec(compile(FILL_SOURCE, "<frozen importlib._bootstrap_external>", "exec"), space)
-    finder._fill_cache = space["_fill_cache"]
-    sys.addaudithook(on_listing)
+    _fill_cache.__code__ = _fill_cache.__code__.replace(co_filename=BOOTSTRAP_FILE)
+    finder._fill_cache = _fill_cache
+    audit.watch("os.listdir", on_listing)
+    audit.watch("os.scandir", on_listing)
 
 
 def listing_report(top, roots):
@@ -201,10 +190,9 @@ def listing_report(top, roots):
 
 
 def finder_views(top, roots):
-    """For the warm worker: the folders of the project (``top``) that only the import
-    system listed, each with ``[the names it looked for, the entries among them it saw]``.
-    They tell whether the worker's imports still hold when such a folder changes
-    (``warm.py``)."""
+    """The folders of the project (``top``) that only the import system listed, each
+    with ``[the names it looked for, the entries among them it saw]``. They tell whether
+    the worker's imports still hold when such a folder changes (``tracer/warm``)."""
     report = listing_report(top, roots) or {}
     views = {}
     for cached in list(sys.path_importer_cache.values()):

@@ -1,6 +1,6 @@
-"""Fingerprints of a Python source file by the code of it that a run executed.
+"""The digests of code objects: what of a Python source file a run's result can depend on.
 
-A forked pytest run (``warm.py``) notes every code object its process evaluated
+A run forked from a warm worker notes every code object its process evaluated
 (``memotest/_executed``). For a ``.py`` file that only the import system read, and only in
 that process, what the run's result can depend on is not every byte of the file but:
 
@@ -20,10 +20,11 @@ did not execute that function cached, though lines below it moved.
 Code objects are named by their path in the file's tree (``Outer.method#0``: the
 qualified name and its occurrence in a depth-first walk). A fingerprint is the map of
 those names to digests for the code objects that ran; it holds while compiling the file
-anew gives the same digests for each.
+anew gives the same digests for each (``memotest/inputs/code.py`` keeps and checks it).
 
-This module is also run inside the warm worker, in the target's interpreter (the worker's
-source includes it): the standard library only, and Python 3.10 syntax.
+The worker reports each code object it ran by :func:`check`; memotest compiles the file
+and takes the same digests: this module runs on both sides, so it is of the standard
+library only, in Python 3.10 syntax (see ``memotest/worker/__init__.py``).
 """
 
 import hashlib

@@ -1,30 +1,30 @@
 """Which modules a warm worker imports besides its own: learned from the runs it forked.
 
-A run forked from a warm worker (``warm.py``) still imports, every time, whatever its
-command needs beyond the worker's modules: for a pytest target, the plugins' and the
-tests' libraries (``requests``, ``testtools``, ``asyncio``...). When a forked run ends,
-it reports the modules it had imported from the interpreter's own folders (the standard
-library and site-packages, never the project's folder) and the names pytest marked for
-assertion rewriting (plugins, ``register_assert_rewrite``). The build keeps both, per
-interpreter, in ``.memotest/warm.json`` in the runs' folder, and the next worker of that
-interpreter there imports the modules (a *preload*) before it forks anything.
+A run forked from a warm worker (``tracer/warm/``) still imports, every time, whatever its
+command needs beyond the worker's modules: a test runner's plugins, the tests' libraries
+(``requests``, ``testtools``, ``asyncio``...). When a forked run ends, it reports the
+modules it had imported from the interpreter's own folders (the standard library and
+site-packages, never the project's folder), and plugins read in its report the modules
+it must import itself (``memotest_warm_report``: a test runner that rewrites the modules
+it imports, say). The build keeps both, per interpreter, in ``.memotest/warm.json`` in the
+runs' folder, and the next worker of that interpreter there imports the modules (a
+*preload*) before it forks anything.
 
 What a preload may change, and what keeps it honest:
 
 * **Inputs.** What the worker read while preloading is part of every run's record, as
-  the rest of its start-up is, and a change to it replaces the worker (``warm.py``). A
+  the rest of its start-up is, and a change to it replaces the worker (``worker.py``). A
   preload adds inputs, never hides one: at worst a target re-runs when a library it did
   not import changes.
-* **Assertion rewriting.** pytest cannot rewrite a module imported before it marked it.
-  Names any run saw marked are never preloaded; a run that finds one of the worker's
-  preloaded modules marked anyway (a conftest that just started to name it as a plugin)
-  reports it, and the runner runs that target again as a fresh process.
-* **Shadowing.** pytest puts each test file's folder first on ``sys.path``: a module
-  of the project may have the name of a preloaded one (``tests/helpers.py`` and an
-  installed ``helpers``). A run whose ``sys.path`` finds a preloaded package elsewhere
-  at its end reports it, runs again as a fresh process, and the package is never
-  preloaded again.
-* **Import-time effects.** A module whose import warns (pytest would have shown or
+* **Modules a run must import itself.** Names any run's report asked to import fresh
+  (``WarmReading.fresh``) are never preloaded; a run that finds one of the worker's
+  preloaded modules among them anyway reports it, and the runner runs that target again
+  as a fresh process.
+* **Shadowing.** A run may put its own folders first on ``sys.path``: a module of the
+  project may have the name of a preloaded one (``tests/helpers.py`` and an installed
+  ``helpers``). A run whose ``sys.path`` finds a preloaded package elsewhere at its end
+  reports it, runs again as a fresh process, and the package is never preloaded again.
+* **Import-time effects.** A module whose import warns (the run would have shown or
   raised the warning), prints, starts a thread, or looks at a file of the project (under
   the runs' folder, outside the interpreter's own folders: ``hacking`` reads ``tox.ini``,
   which would make every run depend on it) is refused: the worker stops, the pool starts
@@ -34,7 +34,7 @@ What a preload may change, and what keeps it honest:
 * What is left is documented in ``docs/limits.md``: a module imported first by one test
   after changing the environment or the state of the process, and tests that check that
   a module is *not* imported, see the preloaded module instead. ``--no-preload`` keeps
-  the workers to pytest; ``--no-warm`` runs every target fresh.
+  the workers to their own modules; ``--no-warm`` runs every target fresh.
 """
 
 from __future__ import annotations
@@ -47,6 +47,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memotest.tracer.log import Event
+from memotest.tracer.warm.reading import marked, read_report
+
 #: The hints file, in the store folder (``.memotest``) of the runs' folder.
 HINTS = Path(".memotest") / "warm.json"
 VERSION = 1
@@ -56,23 +59,11 @@ MAX_MODULES = 5000
 DENIED = frozenset({"readline", "rlcompleter", "antigravity", "this", "tkinter", "turtle"})
 
 
-def marked(name: str, marks: set[str] | frozenset[str]) -> bool:
-    """Whether pytest's rewrite hook would take ``name``: it or a package above it is
-    marked (``AssertionRewritingHook._is_marked_for_rewrite``)."""
-    parts = name.split(".")
-    return any(".".join(parts[:i]) in marks for i in range(1, len(parts) + 1))
-
-
-#: What a run reports when it ran Hypothesis's engine (``warm.py``): its Python files
-#: stay whole (``codemap.py``), so its next runs do not note the code they execute.
-RAN_HYPOTHESIS = "it ran Hypothesis"
-
-
 @dataclass
 class _Hints:
     modules: dict[str, None] = field(default_factory=dict)  # ordered: import order
     never: set[str] = field(default_factory=set)
-    #: The arguments (JSON) of runs that ran Hypothesis: not worth noting their code.
+    #: The arguments (JSON) of runs whose files stay whole: not worth noting their code.
     whole: set[str] = field(default_factory=set)
     changed: bool = False
 
@@ -81,7 +72,9 @@ class PreloadBook:
     """The preload hints of every folder a build's workers run in, read on first use and
     written back (merged with what another build wrote meanwhile) by :meth:`save`."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: Any = None) -> None:
+        #: The command line's ``memotest.plugins.Config``, for the hooks (None: none).
+        self.config = config
         self._lock = threading.Lock()
         self._hints: dict[tuple[str, str], _Hints] = {}
 
@@ -99,9 +92,10 @@ class PreloadBook:
 
     def modules_for(self, cwd: str, python: str, own: tuple[str, ...]) -> tuple[str, ...]:
         """What a worker of ``python`` in ``cwd`` (which imports ``own``) preloads: the
-        learned modules but those refused or marked, and but the project's own (a module
-        whose top-level name is a file or folder of ``cwd`` or ``cwd/src``: an installed
-        copy of the project would otherwise make every target depend on all of it)."""
+        learned modules but those refused or to be imported fresh, and but the project's
+        own (a module whose top-level name is a file or folder of ``cwd`` or ``cwd/src``:
+        an installed copy of the project would otherwise make every target depend on all
+        of it)."""
         with self._lock:
             hints = self._get(cwd, python)
             names = list(hints.modules)
@@ -119,16 +113,18 @@ class PreloadBook:
         return tuple(out)
 
     def learn(self, cwd: str, python: str, report: dict[str, Any]) -> None:
-        """Takes a forked run's report: ``modules`` it imported, ``marked`` names, and the
-        preloaded packages its ``sys.path`` would have found elsewhere (``shadowed``):
-        neither of the last two is preloaded again."""
+        """Takes a forked run's report: the ``modules`` it imported, the preloaded packages
+        its ``sys.path`` would have found elsewhere (``shadowed``) and what the plugins read
+        in it (``reading.py``): neither the shadowed nor the modules it must import fresh
+        are preloaded again."""
+        reading = read_report(report, self.config)
         modules = [m for m in report.get("modules", []) if isinstance(m, str)]
-        marks = {m for m in report.get("marked", []) if isinstance(m, str)}
+        marks = set(reading.fresh)
         marks |= {m for m in report.get("shadowed", []) if isinstance(m, str)}
         args = report.get("args")
         with self._lock:
             hints = self._get(cwd, python)
-            if report.get("code") == RAN_HYPOTHESIS and isinstance(args, list):
+            if reading.whole and isinstance(args, list):
                 hints.whole.add(json.dumps(args))
                 hints.changed = True
             if not marks <= hints.never:
@@ -140,8 +136,8 @@ class PreloadBook:
                     hints.changed = True
 
     def whole_for(self, cwd: str, python: str) -> frozenset[str]:
-        """The arguments (JSON) of the runs of ``python`` in ``cwd`` that ran Hypothesis:
-        their files stay whole anyway, so noting their code would only slow them."""
+        """The arguments (JSON) of the runs of ``python`` in ``cwd`` whose files stay whole
+        (``WarmReading.whole``): noting their code would only slow them."""
         with self._lock:
             return frozenset(self._get(cwd, python).whole)
 
@@ -176,6 +172,39 @@ class PreloadBook:
             whole = sorted({*map(str, entry.get("whole", [])), *hints.whole})
             data[python] = {"modules": list(modules), "never": never, "whole": whole}
             _write(path, data)
+
+
+#: The folder of the preload's markers (looked up, never there): see :func:`project_reads`.
+PRELOAD_MARK = "/.memotest-preload/"
+
+
+def project_reads(
+    events: list[Event], cwd: str, roots: list[str]
+) -> tuple[list[Event], list[tuple[str, str]]]:
+    """The worker's events without the preload's markers, and the preloaded modules whose
+    import looked at the project's files (anything under ``cwd`` but ``cwd`` itself and
+    the interpreter's own folders, ``roots``): preloaded, such a module would make every
+    run depend on that file (``hacking`` reads ``tox.ini`` when imported). The shim logs
+    a path once, so only the first module to look at a file is named."""
+    kept: list[Event] = []
+    refused: dict[str, str] = {}
+    current = ""
+    inside = cwd.rstrip("/") + "/"
+    for ev in events:
+        path = ev.fields[0] if ev.fields else ""
+        if ev.op == "M" and path.startswith(PRELOAD_MARK):
+            current = path[len(PRELOAD_MARK) :]
+            continue
+        kept.append(ev)
+        if (
+            current
+            and current not in refused
+            and ev.op in "RSMLWND"
+            and path.startswith(inside)
+            and not (path + "/").startswith(tuple(roots))
+        ):
+            refused[current] = f"its import looked at {path}"
+    return kept, list(refused.items())
 
 
 def _in_project(cwd: str, top: str) -> bool:

@@ -1,0 +1,124 @@
+"""The warm workers of a build: one per spec, started on first use, replaced when stale.
+
+What the runs report teaches the next workers what to preload (``preload.py``); a worker
+that refuses a module to preload is started again without it, and workers that keep being
+replaced stop preloading.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from memotest._executed import extension_path
+from memotest.plugins import Config
+from memotest.tracer.warm.preload import PreloadBook
+from memotest.tracer.warm.remote import RemoteProcess
+from memotest.tracer.warm.spec import WarmSpec
+from memotest.tracer.warm.worker import CHANGED_WHILE_STARTING, Worker
+
+
+class WorkerPool:
+    """One worker per spec, shared by every job slot and started on first use. A worker
+    whose inputs changed is replaced; the old one is stopped when the pool closes (runs
+    of it may still be going on). What the runs report teaches the next workers what to
+    preload (``preload.py``); :meth:`close` saves it."""
+
+    #: How many times a worker is started again without the modules it refused to
+    #: preload (then once more, preloading nothing).
+    REFUSALS = 2
+    #: After this many replacements in one build (the runs keep changing a file the
+    #: worker read), new workers of that spec preload nothing.
+    REPLACEMENTS = 2
+
+    def __init__(self, work_root: str | None = None, *, config: Config | None = None) -> None:
+        self.work_root = work_root
+        #: The command's configuration, for the hooks (a blank one without a command line).
+        self.config = config if config is not None else Config()
+        self.book = PreloadBook(config)
+        #: Whether workers preload what earlier runs imported (off: their own modules).
+        self.preload = True
+        #: Whether runs report the code they executed (``codemap.py``; off: files whole).
+        self.code_level = True
+        self._workers: dict[WarmSpec, Worker] = {}
+        self._retired: list[Worker] = []
+        self._starts: dict[WarmSpec, int] = {}
+        self._replaced: dict[WarmSpec, int] = {}
+        self._starting: dict[WarmSpec, threading.Lock] = {}
+        self._lock = threading.Lock()
+        #: Why a worker was not used or was replaced, with how many times (``build -v``).
+        self.events: dict[str, int] = {}
+
+    def worker(self, spec: WarmSpec) -> Worker | None:
+        """The worker for ``spec``, started if needed; None if none can be."""
+        with self._lock:
+            starting = self._starting.setdefault(spec, threading.Lock())
+        with starting:  # one thread starts it, the others wait for it
+            with self._lock:
+                current = self._workers.get(spec)
+                if current is not None and current.usable:
+                    return current
+                if current is not None:
+                    del self._workers[spec]
+                    self._retired.append(current)
+                    self._note(f"a warm worker was replaced: {current.why}")
+                    self._replaced[spec] = self._replaced.get(spec, 0) + 1
+                    if self._replaced[spec] == self.REPLACEMENTS:
+                        self._note("warm workers replaced too often: no more preloading")
+                if self._starts.get(spec, 0) < 0:
+                    return None
+            for attempt in range(self.REFUSALS + 1):
+                # The last attempt preloads nothing: refusals never cost the worker.
+                preload = self.preload_for(spec) if attempt < self.REFUSALS else ()
+                if self.code_level and extension_path() is None:
+                    self.note("Python files are whole: memotest/_executed is not built")
+                whole = self.book.whole_for(spec.cwd, spec.python)
+                worker = Worker(spec, self.work_root, preload, self.code_level, whole, self.config)
+                ok = worker.start()
+                if ok or not worker.refused:
+                    break
+                self.book.refuse(spec.cwd, spec.python, [name for name, _ in worker.refused])
+                for name, why in worker.refused:
+                    self.note(f"a warm worker left out {name} ({why})")
+                worker.close()
+            with self._lock:
+                if ok:
+                    self._workers[spec] = worker
+                    return worker
+                # Once more if a file changed meanwhile; an import error would fail again.
+                again = worker.why == CHANGED_WHILE_STARTING and self._starts.get(spec, 0) == 0
+                self._starts[spec] = 1 if again else -1
+                self._note(
+                    f"a warm worker could not be used ({worker.why})"
+                    + ("" if again else f"; runs in {spec.cwd} started fresh")
+                )
+            worker.close()
+            return None
+
+    def preload_for(self, spec: WarmSpec) -> tuple[str, ...]:
+        """What a new worker for ``spec`` preloads (nothing with preloading off)."""
+        if not self.preload or self._replaced.get(spec, 0) >= self.REPLACEMENTS:
+            return ()
+        return self.book.modules_for(spec.cwd, spec.python, spec.modules)
+
+    def learn(self, spec: WarmSpec, run: RemoteProcess) -> None:
+        """Takes what a forked run reported for the next workers of its spec."""
+        if run.report is not None:
+            self.book.learn(spec.cwd, spec.python, run.report)
+
+    def note(self, event: str) -> None:
+        """Counts an event (``build -v``)."""
+        with self._lock:
+            self._note(event)
+
+    def _note(self, event: str) -> None:
+        """Counts an event; the caller holds ``_lock``."""
+        self.events[event] = self.events.get(event, 0) + 1
+
+    def close(self) -> None:
+        with self._lock:
+            workers = [*self._workers.values(), *self._retired]
+            self._workers.clear()
+            self._retired.clear()
+        for w in workers:
+            w.close()
+        self.book.save()

@@ -1,0 +1,82 @@
+"""A run forked by a warm worker, seen as the Popen of a ``TracedRun``.
+
+The worker is the run's parent: it reports how the run ended, with what the run reported
+at its end (``memotest/worker/child.py``). A run whose result is not what a fresh run's
+would be (``tainted``) is run again by the runner as a fresh process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+from typing import TYPE_CHECKING, Any
+
+from memotest.tracer.warm.reading import WarmReading, marked, read_report
+
+if TYPE_CHECKING:
+    from memotest.tracer.warm.worker import Worker
+
+
+class RemoteProcess:
+    """A run forked by a worker, seen as the Popen of a :class:`TracedRun`: the worker
+    is its parent and reports how it ended."""
+
+    def __init__(self, worker: Worker, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+        #: Why the run's end could not be observed (the worker died), if it could not.
+        self.lost: str | None = None
+        #: The worker's start-up, which comes before the run's own log in its trace.
+        self.prior_events = worker.events
+        #: The worker's pid and trace folder, for the run's process watcher.
+        self.owner = (worker.run.pid, worker.run.dir)
+        self.preloaded = worker.preloaded
+        self.config = worker.config
+        #: What the run reported at its end: its ``args``, the ``modules`` it imported and
+        #: the preloaded packages its ``sys.path`` would have found elsewhere
+        #: (``shadowed``: ``preload.py``), the ``code`` it executed (``codemap.py``; or why
+        #: its files stay whole), the ``listings`` and ``sections`` of its readers, and
+        #: what plugins added (``reading.py``); None if nothing.
+        self.report: dict[str, Any] | None = None
+        self._reading: WarmReading | None = None
+        self._done = threading.Event()
+
+    def ended(self, status: int, report: dict[str, Any] | None = None) -> None:
+        self.returncode = os.waitstatus_to_exitcode(status)
+        self.report = report
+        self._done.set()
+
+    @property
+    def tainted(self) -> list[str]:
+        """Modules the worker preloaded that the run had to import itself (plugins say
+        which: ``WarmReading.fresh``), or that the run's ``sys.path`` would have found
+        elsewhere (a module of the project by the same name): its result is not what a
+        fresh run's would be."""
+        report = self.report
+        if not report:
+            return []
+        if self._reading is None:
+            self._reading = read_report(report, self.config)
+        fresh = self._reading.fresh
+        imported = sorted(n for n in self.preloaded if fresh and marked(n, fresh))
+        return [*imported, *map(str, report.get("shadowed") or ())]
+
+    def lose(self) -> None:
+        """The worker is gone: the run (now re-parented to us) is ended and not trusted."""
+        self.lost = "the warm worker ended during the run"
+        with contextlib.suppress(OSError):
+            os.killpg(self.pid, signal.SIGKILL)
+        self.returncode = -signal.SIGKILL
+        self._done.set()
+
+    def poll(self) -> int | None:
+        return self.returncode if self._done.is_set() else None
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._done.wait(timeout):
+            raise subprocess.TimeoutExpired("warm run", timeout or 0)
+        assert self.returncode is not None
+        return self.returncode

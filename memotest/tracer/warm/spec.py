@@ -1,0 +1,32 @@
+"""What makes two runs able to share a warm worker, and the refusal to take a run."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+#: Variables set per run, not per worker.
+PER_RUN_ENV = ("TMPDIR", "TMP", "TEMP", "MEMOTEST_TRACE_DIR", "MEMOTEST_SHIM")
+
+
+class WarmUnavailable(Exception):
+    """The worker cannot run this one: run it fresh."""
+
+
+@dataclass(frozen=True)
+class WarmSpec:
+    """What makes two runs able to share a worker (whatever module each then runs: a
+    collection and the targets share one)."""
+
+    python: str
+    modules: tuple[str, ...]
+    cwd: str
+    env: frozenset[tuple[str, str]]
+
+    @classmethod
+    def of(cls, argv: list[str], warm: tuple[str, ...], cwd: str, env: dict[str, str]):
+        """The spec of a run, or None when ``argv`` is not ``PYTHON -m MODULE ...``."""
+        if len(argv) < 3 or argv[1] != "-m" or not os.path.isabs(argv[0]):
+            return None
+        kept = frozenset((k, v) for k, v in env.items() if k not in PER_RUN_ENV)
+        return cls(argv[0], tuple(warm), cwd, kept)

@@ -1,0 +1,375 @@
+"""One warm worker: its process, its start-up, its channel, and the runs it forks.
+
+The worker (``memotest/worker/``) is started under the tracer like any run. When it says
+it is ready, its trace up to then is read: the paths it observed are snapshot (``_sig``),
+the preloaded modules whose import looked at the project's files are refused
+(``preload.project_reads``), and a worker whose start-up was not traced completely, or whose
+inputs changed while it started, is not used. Then a thread reads its answers: the pid of
+each run it forked, and how each run ended with the run's report (``remote.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import select
+import shutil
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+from typing import IO, Any
+
+from memotest._executed import extension_path
+from memotest.inputs.readers import worker_table
+from memotest.model import StatSig
+from memotest.tracer import shim
+from memotest.tracer.collect import build_trace
+from memotest.tracer.log import Event
+from memotest.tracer.log import read as read_log
+from memotest.tracer.warm.command import worker_argv
+from memotest.tracer.warm.preload import PRELOAD_MARK, project_reads
+from memotest.tracer.warm.remote import RemoteProcess
+from memotest.tracer.warm.spec import WarmSpec, WarmUnavailable
+from memotest.worker import codes
+
+#: How long a worker may take to import its modules.
+WARMUP_TIMEOUT = 120.0
+CHANGED_WHILE_STARTING = "a file it read changed while it started"
+
+#: What a directory the worker looked up but did not list is (``_sig``).
+A_DIR = "dir"
+
+
+def _sig(path: str, listed: bool = True) -> StatSig | str | None:
+    """What a path is now: the file it leads to (a symbolic link's own change, to another
+    file, shows as another inode), or None if it leads nowhere. A directory that was not
+    listed is only a directory (``A_DIR``), as validation has it (``Kind.DIR``): the
+    folders above the interpreter (``/tmp``, a home folder) change all the time."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not listed and stat.S_ISDIR(st.st_mode):
+        return A_DIR
+    return StatSig.of(st)
+
+
+class Channel:
+    """JSON lines from a pipe, with a timeout."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.fd = stream.fileno()
+        self.buf = b""
+
+    def read(self, timeout: float | None) -> dict[str, Any] | None:
+        """The next message; None at end of file; TimeoutError after ``timeout``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if not ready:
+                raise TimeoutError
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+
+class Worker:
+    """One warm process. It forks any number of runs at once (one per job slot); a
+    thread reads its answers: the pid of each run it forked, and how each run ended."""
+
+    def __init__(
+        self,
+        spec: WarmSpec,
+        work_root: str | None = None,
+        preload: tuple[str, ...] = (),
+        code_level: bool = False,
+        whole: frozenset[str] = frozenset(),
+        config: Any = None,
+    ) -> None:
+        from memotest.tracer.run import TracedRun  # run.py imports this package
+
+        self.spec = spec
+        #: The command line's ``memotest.plugins.Config``, for the hooks (None: none).
+        self.config = config
+        #: Modules imported after ``spec.modules`` (``preload.py``); ``refused`` names
+        #: those whose import warned, printed, started a thread or read the project's
+        #: files, and why.
+        self.preload = preload
+        #: Whether its runs report the code they executed (``codemap.py``), but those
+        #: whose arguments (JSON) are in ``whole`` (their files stay whole: ``preload.py``).
+        self.code_level = code_level
+        self.whole = whole
+        self.refused: list[tuple[str, str]] = []
+        #: Every module the preload imported (its dependencies too).
+        self.preloaded: frozenset[str] = frozenset()
+        self.dir = tempfile.mkdtemp(prefix="memotest-worker-", dir=work_root)
+        tmp = os.path.join(self.dir, "tmp")
+        os.mkdir(tmp)
+        self.err_path = os.path.join(self.dir, "stderr")
+        self._err = open(self.err_path, "wb")  # noqa: SIM115 - closed by close()
+        cfg = {
+            "modules": spec.modules,
+            "preload": preload,
+            "mark": PRELOAD_MARK,
+            "shim": shim.shim_path(),
+            "executed": extension_path() if code_level else None,
+            "tag": codes.cache_tag(),
+            "readers": worker_table(),
+        }
+        self.run = TracedRun(
+            worker_argv(spec.python, cfg, code_level, config),
+            cwd=spec.cwd,
+            env=dict(spec.env, TMPDIR=tmp, TMP=tmp, TEMP=tmp),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._err,
+            trace_root=self.dir,
+        )
+        self.events: list[Event] = []
+        #: What each path the worker observed while starting was: see ``_sig``.
+        self.snapshot: dict[str, StatSig | str | None] = {}
+        self._listed: frozenset[str] = frozenset()
+        #: The folders of the project only its imports listed: what they looked for there,
+        #: and what of it they saw (``listings.py``).
+        self._views: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        self.usable = False
+        self.why = ""
+        self._lock = threading.Lock()
+        self._next_id = 0
+        self._replies: dict[int, queue.SimpleQueue[dict[str, Any] | None]] = {}
+        self._runs: dict[int, RemoteProcess] = {}
+        #: Ends (status, report) that came before their run was known.
+        self._ended: dict[int, tuple[int, dict[str, Any] | None]] = {}
+        self._gone = False
+        self._reader: threading.Thread | None = None
+
+    def start(self) -> bool:
+        """Starts the worker and waits until it is ready; False if it cannot be used
+        (``why`` says why)."""
+        started_ns = time.time_ns()
+        try:
+            self.run.start()
+        except OSError as exc:
+            self.why = f"cannot start {self.spec.python}: {exc.strerror}"
+            return False
+        proc = self.run.proc
+        assert proc is not None and proc.stdout is not None and self.run.watcher is not None
+        chan = Channel(proc.stdout)
+        try:
+            msg = chan.read(WARMUP_TIMEOUT)
+        except TimeoutError:
+            msg = None
+        self.run.watcher.stop()  # from now on the worker itself does nothing to trace
+        if not msg or not msg.get("ready"):
+            errors = "; ".join(msg.get("errors", [])) if msg else ""
+            refused = msg.get("refused") if msg else None
+            if not errors and isinstance(refused, list) and len(refused) == 2:
+                self.refused = [(str(refused[0]), str(refused[1]))]
+                errors = f"preloading {refused[0]}: {refused[1]}"
+            self.why = errors or self._stderr_tail() or "the worker did not start"
+            return False
+        events, damage = read_log(self.run.log_path)
+        events, self.refused = project_reads(events, self.spec.cwd, msg.get("roots") or [])
+        self.preloaded = frozenset(msg.get("preloaded") or ())
+        if self.refused:
+            self.why = "preloading {}: {}".format(*self.refused[0])
+            return False
+        with open(self.run.status_path, "rb") as f:
+            lost = f.read(1) != b"0"
+        trace = build_trace(
+            command=self.run.argv,
+            exit_code=0,
+            root_pid=self.run.pid,
+            events=events,
+            damage=damage,
+            records_lost=lost,
+            seen=list(self.run.watcher.seen.values()),
+            leftovers=[],
+            shim=self.run.lib,
+            trace_dir=self.run.dir,
+        )
+        if not trace.complete:
+            self.why = "its start-up was not traced completely"
+            return False
+        self.events = events
+        paths = trace.reads | trace.stats | trace.missing | trace.listed | trace.loaded
+        paths |= trace.execs
+        self._listed = frozenset(trace.listed)
+        self.snapshot = {p: _sig(p, p in self._listed) for p in sorted(paths)}
+        views = msg.get("views") or {}
+        self._views = {
+            p: (frozenset(views[p][0]), frozenset(views[p][1]))
+            for p in self._listed
+            if p in views and p not in trace.listed_elsewhere
+        }
+        for p, sig in self.snapshot.items():
+            if isinstance(sig, StatSig) and sig.touched_since(started_ns):
+                if p in self._views and self._view_holds(p):
+                    continue  # what changed is nothing its imports looked for
+                self.why = CHANGED_WHILE_STARTING
+                return False
+        self._reader = threading.Thread(
+            target=self._read, args=(chan,), name="memotest-warm", daemon=True
+        )
+        self._reader.start()
+        self.usable = True
+        return True
+
+    def changed(self) -> str | None:
+        """The first path the worker observed while starting that is no longer as it was.
+        A folder of the project only its imports listed holds while the entries they looked
+        for are as the worker saw them (``listings.py``)."""
+        listed = self._listed
+        for p, sig in self.snapshot.items():
+            now = _sig(p, p in listed)
+            if now != sig:
+                if p in self._views and isinstance(now, StatSig) and self._view_holds(p):
+                    self.snapshot[p] = now
+                    continue
+                return p
+        return None
+
+    def _view_holds(self, folder: str) -> bool:
+        """Whether ``folder`` still has the entries the worker's imports looked for and saw
+        (and none of the others they looked for)."""
+        looks, seen = self._views[folder]
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return False
+        return {n for n in names if n in looks} == seen
+
+    def spawn(
+        self,
+        argv: list[str],
+        *,
+        cwd: str | None,
+        env: dict[str, str],
+        stdout: IO[bytes],
+        **_: object,
+    ) -> RemoteProcess:
+        """Forks a run of ``argv`` (``PYTHON -m MODULE ARGS``); the Popen of a TracedRun.
+        Raises :class:`WarmUnavailable` when the worker cannot take it."""
+        proc = self.run.proc
+        if not self.usable or proc is None or proc.stdin is None:
+            raise WarmUnavailable(self.why or "the worker is not ready")
+        changed = self.changed()
+        if changed is not None:
+            self.usable = False
+            self.why = f"{changed} changed"
+            raise WarmUnavailable(self.why)
+        answer: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+        with self._lock:
+            if self._gone:
+                raise WarmUnavailable(self.why)
+            self._next_id += 1
+            job_id = self._next_id
+            self._replies[job_id] = answer
+            job = {
+                "id": job_id,
+                "module": argv[2],
+                "args": argv[3:],
+                "cwd": cwd or self.spec.cwd,
+                "env": env,
+                "trace_dir": env["MEMOTEST_TRACE_DIR"],
+                "log": stdout.name,
+                "code": self.code_level and json.dumps(argv[3:]) not in self.whole,
+                "listings": self.code_level,
+            }
+            try:
+                proc.stdin.write((json.dumps(job) + "\n").encode())
+                proc.stdin.flush()
+            except (OSError, ValueError):
+                self._replies.pop(job_id, None)
+                self.usable = False
+                self.why = "the worker stopped answering"
+                raise WarmUnavailable(self.why) from None
+        try:
+            msg = answer.get(timeout=WARMUP_TIMEOUT)
+        except queue.Empty:
+            msg = None
+        if msg is None:
+            self.usable = False
+            self.why = "the worker stopped answering"
+            raise WarmUnavailable(self.why)
+        pid = int(msg["pid"])
+        run = RemoteProcess(self, pid)
+        with self._lock:
+            if pid in self._ended:
+                run.ended(*self._ended.pop(pid))
+            elif self._gone:
+                run.lose()
+            else:
+                self._runs[pid] = run
+        return run
+
+    def _read(self, chan: Channel) -> None:
+        """The reader thread: hands each answer to whoever waits for it."""
+        while True:
+            try:
+                msg = chan.read(None)
+            except (OSError, ValueError):
+                msg = None
+            with self._lock:
+                if msg is None:
+                    self._gone = True
+                    self.usable = False
+                    self.why = self.why or "the worker ended"
+                    waiting, self._replies = list(self._replies.values()), {}
+                    lost, self._runs = list(self._runs.values()), {}
+                elif "id" in msg:
+                    answer = self._replies.pop(int(msg["id"]), None)
+                    if answer is not None:
+                        answer.put(msg)
+                    continue
+                else:
+                    pid, status = int(msg["pid"]), int(msg["status"])
+                    report = msg.get("report")
+                    report = report if isinstance(report, dict) else None
+                    run = self._runs.pop(pid, None)
+                    if run is None:
+                        self._ended[pid] = (status, report)
+                    else:
+                        run.ended(status, report)
+                    continue
+            for answer in waiting:
+                answer.put(None)
+            for run in lost:
+                run.lose()
+            return
+
+    def _stderr_tail(self) -> str:
+        try:
+            with open(self.err_path, "rb") as f:
+                return f.read()[-300:].decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        """Stops the worker (killing runs it still has) and removes its folder."""
+        self.usable = False
+        proc = self.run.proc
+        if proc is not None:
+            with contextlib.suppress(OSError, ValueError):
+                if proc.stdin is not None:
+                    proc.stdin.close()  # the worker ends at end of file, once its runs end
+            try:
+                proc.wait(2.0)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(Exception):
+                    self.run.kill(grace=0.5)
+        if self._reader is not None:
+            self._reader.join(5.0)
+        if proc is not None and proc.stdout is not None:
+            proc.stdout.close()
+        self.run.__exit__(None, None, None)
+        self._err.close()
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,0 +1,99 @@
+"""What a forked child does to become the run it was asked for, and the run's report.
+
+The child leaves the worker's session, takes the run's log as its stdout and stderr, its
+environment and folder, tells the shim to write the trace to the run's own folder
+(``memotest_shim_retarget``), and runs the module as ``python -m`` would. Its report
+(what it imported, the code it executed, the folders it listed, the files only their
+readers opened, what plugins add) goes to a memory file the worker reads when it ends: it
+is written at exit, after the exit handlers the run registered and the threads it left to
+be joined, which may run the project's code (or list folders) too.
+"""
+
+import os
+import sys
+
+from . import extensions
+from .code_watch import code_report, watch_code
+from .listings import FILL, absolute, listing_report
+from .preload import imported_report
+from .sections import section_report
+
+
+def write_report(memfd, report):
+    """Writes the run's report (JSON) to the memory file the worker reads at its end."""
+    import json
+
+    try:
+        data = json.dumps(report).encode()
+        while data:
+            data = data[os.write(memfd, data) :]
+    except BaseException:
+        pass
+
+
+def become(job, retarget, memfd, preloaded, had, where, executed):
+    """Turns this child into the run ``job`` asks for; its report goes to ``memfd``
+    (none if negative). Returns when the run's module returns (or raises)."""
+    import importlib
+    import runpy
+    import tempfile
+
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDONLY)
+    log = os.open(job["log"], os.O_WRONLY | os.O_APPEND)
+    os.dup2(null, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(null)
+    os.close(log)
+    os.environ.clear()
+    os.environ.update(job["env"])
+    os.chdir(job["cwd"])
+    if retarget(os.fsencode(job["trace_dir"])) != 0:
+        os.write(2, b"memotest: the warm worker could not redirect the trace\n")
+        os._exit(70)
+    tempfile.tempdir = None
+    importlib.invalidate_caches()
+    for key in [k for k, v in sys.path_importer_cache.items() if v is None]:
+        del sys.path_importer_cache[key]  # a folder missing then may be there now
+    sys.path[0] = os.getcwd()
+    sys.argv = [job["module"], *job["args"]]
+    if memfd >= 0:
+        for before_run in extensions.each("before_run"):
+            before_run(job)
+    if memfd < 0 or not job.get("code"):
+        executed = None
+    listings = memfd >= 0 and FILL and job.get("listings")
+    report = {"args": job["args"]}
+    at_end = executed is not None or listings
+    if at_end:
+        import atexit
+
+        def at_exit():
+            if executed is not None:
+                report["code"] = code_report(executed, had, where)
+            if listings:
+                report["listings"] = listing_report(absolute(job["cwd"]), where)
+                report["sections"] = section_report()
+            write_report(memfd, report)
+
+        atexit.register(at_exit)
+    if executed is not None:
+        watch_code()
+        executed.start()
+    main = getattr(runpy, "_run_module_as_main", None)
+    try:
+        if main is not None:
+            main(job["module"], alter_argv=True)
+        else:
+            runpy.run_module(job["module"], run_name="__main__", alter_sys=True)
+    finally:
+        if memfd >= 0:
+            try:
+                report.update(imported_report(preloaded, had, where))
+                for part in extensions.each("report"):
+                    report.update(part())
+            except BaseException:
+                pass
+            if not at_end:
+                write_report(memfd, report)

@@ -1,0 +1,137 @@
+"""The code a run executed, from the project's Python files that only an import read.
+
+The run's process notes every code object it evaluates (the ``_executed`` extension,
+loaded by path when memotest's Python compiles as this one does). At the run's end this
+module reports, for each ``.py`` file of the project (under the run's folder, outside the
+interpreter's) that the import system read and nothing else opened, the code objects of
+it that ran (``codes.check``): memotest then holds the file by that code
+(``memotest/inputs/code.py``). Or it says why that cannot be told, and the files stay
+whole: something else took over noting the code, the run forked a Python process (code
+ran where this one cannot see it), a thread was still running, or a plugin says so
+(``keep_whole`` in ``extensions.py``). Code whose ``__code__`` was read without running
+it (``dis``, ``numba``, ``inspect.signature``) counts as run.
+"""
+
+import os
+import sys
+
+from . import audit, extensions
+from .codes import check, qualname
+from .interpreter import threads
+
+OPENED = set()  # .py files opened other than by an import
+FORKED = []
+INSPECTED = []  # code objects whose function's __code__ was read: they count as run
+WITHIN = []
+GET_DATA = []  # the import system's FileLoader.get_data and SourceLoader.get_code
+
+
+def load_executed(cfg):
+    """The extension that notes the code a run executed, or None."""
+    path = cfg.get("executed")
+    if not path or sys.implementation.cache_tag != cfg.get("tag"):
+        return None
+    try:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("_executed", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module if module.supported else None
+    except BaseException:
+        return None
+
+
+def on_code_read(args, frame):
+    """The watcher of ``object.__getattr__``: a function's ``__code__`` read."""
+    if len(args) != 2 or args[1] != "__code__" or WITHIN:
+        return
+    WITHIN.append(True)
+    try:
+        INSPECTED.append(args[0].__code__)
+    except Exception:
+        pass
+    finally:
+        WITHIN.clear()
+
+
+def on_open(args, frame):
+    """The watcher of ``open``: a ``.py`` file opened other than by the import system
+    reading a module's source."""
+    if not args:
+        return
+    path = args[0]
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, str) or not path.endswith(".py"):
+        return
+    up = frame.f_back
+    if frame.f_code is GET_DATA[0] and up is not None and up.f_code is GET_DATA[1]:
+        return  # the import system reading a module's source
+    OPENED.add(path if os.path.isabs(path) else os.path.basename(path))
+
+
+def watch_code():
+    """Starts watching what tells the code a run executed apart from what it read."""
+    from importlib import _bootstrap_external as bootstrap
+
+    GET_DATA.extend(
+        (bootstrap.FileLoader.get_data.__code__, bootstrap.SourceLoader.get_code.__code__)
+    )
+    audit.watch("object.__getattr__", on_code_read)
+    audit.watch("open", on_open)
+    os.register_at_fork(before=lambda: FORKED.append(True))
+
+
+def code_report(executed, had, where):
+    """The code objects this run executed from the project's ``.py`` files that an
+    import read, and only an import: ``{path: [[qualified name, first line, check],
+    ...]}``; or why that cannot be told. ``had``: the modules the worker had imported;
+    ``where``: the interpreter's folders."""
+    import importlib.machinery
+
+    codes, intact = executed.stop()
+    if not intact:
+        return "something else took over noting the code run"
+    if FORKED:
+        return "it forked a Python process"  # code ran where this one cannot see it
+    if threads() != 1:
+        return "a thread was still running at its end"
+    for keep_whole in extensions.each("keep_whole"):
+        why = keep_whole(codes)
+        if why:
+            return why
+    excluded = extensions.each("excluded")
+    sources = set()
+    here = os.path.join(os.getcwd(), "")
+    for name, module in list(sys.modules.items()):
+        try:
+            spec = object.__getattribute__(module, "__dict__").get("__spec__")
+        except Exception:
+            continue
+        origin = getattr(spec, "origin", None)
+        loader = getattr(spec, "loader", None)
+        if name in had or type(loader) is not importlib.machinery.SourceFileLoader:
+            continue
+        if not isinstance(origin, str) or any(exclude(origin) for exclude in excluded):
+            continue
+        if (
+            origin.endswith(".py")
+            and origin.startswith(here)
+            and not os.path.normpath(origin).startswith(where)
+            and origin not in OPENED
+            and os.path.basename(origin) not in OPENED
+        ):
+            sources.add(origin)
+    found = {}
+    inspected = list(INSPECTED)
+    while inspected:
+        code = inspected.pop()
+        codes.append(code)
+        inspected.extend(c for c in code.co_consts if hasattr(c, "co_code"))
+    for code in {id(c): c for c in codes}.values():
+        if code.co_filename in sources:
+            found.setdefault(code.co_filename, []).append(
+                [qualname(code), code.co_firstlineno, check(code)]
+            )
+    return found

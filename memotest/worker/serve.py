@@ -1,0 +1,148 @@
+"""The worker's start-up, and the loop that forks each run.
+
+``sys.argv[1]`` is the start-up config (JSON): the ``modules`` to import, the modules to
+``preload`` and the ``mark`` of the preload, the ``shim`` to call, the ``executed``
+extension and the compiler ``tag`` it was built for, the ``readers`` table
+(``sections.py``) and the ``extensions`` (plugins' worker-side modules, by name).
+``sys.argv[2]`` is ``listings`` when the runs report the folders they listed, the files
+only their readers opened and the code they executed. Messages are JSON lines: requests
+on fd 0, answers on fd 1: first whether the worker is ready, then for each request the
+pid of the run it forked, and for each run that ended its status and report.
+"""
+
+import os
+import sys
+
+from . import extensions, listings, sections
+from .code_watch import load_executed
+from .interpreter import roots, threads
+from .preload import preload
+
+PACKAGE = __name__.rpartition(".")[0]
+USED = ("ctypes", "gc", "importlib.machinery", "json", "select", "threading")
+
+
+def send(obj):
+    """Writes one answer."""
+    import json
+
+    data = (json.dumps(obj) + "\n").encode()
+    while data:
+        data = data[os.write(1, data) :]
+
+
+def read_report(memfd):
+    """The report an ended run wrote to its memory file, or None."""
+    import json
+
+    if memfd < 0:
+        return None
+    try:
+        os.lseek(memfd, 0, 0)
+        data = b""
+        while True:
+            chunk = os.read(memfd, 1 << 20)
+            if not chunk:
+                break
+            data += chunk
+        return json.loads(data) if data else None
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(memfd)
+
+
+def main():
+    """Starts watching, imports, says whether it is ready, and serves; returns in each
+    forked child what :func:`child.become` takes (the worker itself never returns)."""
+    watching = sys.argv[2:3] == ["listings"]
+    if watching:
+        listings.watch_listings()  # before anything else lists a folder
+    sys.path[0] = os.getcwd()  # where python -m puts the current folder
+    import importlib
+
+    # What the worker and its children use, imported now: what the worker reads after its
+    # ready answer is in no trace, and what a child imports each run would read again.
+    for name in USED:
+        importlib.import_module(name)
+    import ctypes
+    import gc
+    import json
+
+    cfg = json.loads(sys.argv[1])
+    if watching:
+        sections.watch_sections(cfg.get("readers") or [])
+    for name in cfg.get("extensions") or []:
+        extensions.register(sys.modules[PACKAGE + "." + name])
+    errors = []
+    for name in cfg["modules"]:
+        try:
+            importlib.import_module(name)
+        except BaseException as exc:
+            errors.append(f"import {name}: {exc!r}")
+    before = set(sys.modules)
+    refused = None if errors else preload(cfg.get("preload") or [], cfg["mark"])
+    preloaded = frozenset(set(sys.modules) - before)
+    where = roots()
+    executed = load_executed(cfg)
+    had = frozenset(sys.modules)  # a run reports what it imported beyond these
+    retarget = ctypes.CDLL(cfg["shim"]).memotest_shim_retarget
+    retarget.argtypes = [ctypes.c_char_p]
+    retarget.restype = ctypes.c_int
+    if threads() != 1:
+        errors.append("more than one thread after start-up")
+    if not hasattr(os, "pidfd_open"):
+        errors.append("os.pidfd_open is missing (Python 3.9+ on Linux 5.3+)")
+    ready = not errors and not refused
+    views = listings.finder_views(os.getcwd(), where) if listings.FILL else None
+    send(
+        {
+            "ready": ready,
+            "errors": errors,
+            "refused": refused,
+            "roots": where,
+            "preloaded": sorted(preloaded),
+            "views": views,
+        }
+    )
+    if errors or refused:
+        os._exit(0)
+    gc.collect()
+    gc.freeze()  # what is shared with the children stays shared
+    job, memfd = serve()
+    return job, retarget, memfd, preloaded, had, where, executed
+
+
+def serve():
+    """Forks a child for each request until end of input and the last child's end;
+    returns ``(job, memfd of its report)`` in each child."""
+    import json
+    import select
+
+    children = {}  # pidfd: (pid, memfd of its report)
+    buf, eof = b"", False
+    while children or not eof:
+        for fd in select.select([*children, *([] if eof else [0])], [], [])[0]:
+            if fd in children:
+                pid, memfd = children.pop(fd)
+                os.close(fd)
+                _, status = os.waitpid(pid, 0)
+                send({"pid": pid, "status": status, "report": read_report(memfd)})
+                continue
+            chunk = os.read(0, 65536)
+            eof = not chunk
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                job = json.loads(line)
+                memfd = os.memfd_create("memotest-report") if hasattr(os, "memfd_create") else -1
+                pid = os.fork()
+                if pid == 0:
+                    for other, (_, their) in children.items():
+                        os.close(other)
+                        if their >= 0:
+                            os.close(their)
+                    return job, memfd
+                children[os.pidfd_open(pid)] = (pid, memfd)
+                send({"id": job["id"], "pid": pid})
+    os._exit(0)
