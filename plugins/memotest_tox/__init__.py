@@ -15,6 +15,7 @@ Modules:
 - :mod:`memotest_tox.exec`: the swapped-in command (checks the store, replays or runs).
 - :mod:`memotest_tox.seq`: the traced program that runs the original commands in sequence.
 - :mod:`memotest_tox.plugin`: the ``memotest`` plugin (``memotest build --from tox``).
+- :mod:`memotest_tox.list_envs`: run by the plugin to read a config file's envs with tox.
 
 This ``__init__`` stays empty of code: :mod:`memotest_tox.seq` runs traced, so everything
 the package imports is an input of every tox env's record; and the modules import nothing

@@ -43,6 +43,7 @@ from memotest.hookspecs import hookimpl
 from memotest.inputs.readers import UNPARSED, Reader, part_digest
 from memotest.model import SourceLocation, Target
 from memotest.plugins import LoadRequest
+from memotest_tox.list_envs import MARK as LIST_MARK
 
 NAME = "tox"
 #: tox's per-run numbered package staging folder, in a ``direct_url.json`` URL.
@@ -178,35 +179,13 @@ def _env_line(text: str, env: str) -> int | None:
     return text.count("\n", 0, m.start()) + 1 if m else None
 
 
-_LIST_SCRIPT = """
-import json, sys
-from tox.config.cli.parse import get_options
-from tox.session.state import State
-path = sys.argv[1]
-args = ["-c", path, "l"]
-try:
-    state = State(get_options(*args), args)
-    envs = list(state.envs.iter(only_active=True))
-    depends = {}
-    for env in envs:
-        try:
-            depends[env] = list(state.envs[env].conf["depends"].envs)
-        except Exception:
-            depends[env] = []
-    out = {"envs": envs, "depends": depends, "root": str(state.conf.core["tox_root"])}
-except BaseException as exc:
-    out = {"error": f"{type(exc).__name__}: {exc}"}
-sys.stdout.write("\\n@@memotest-tox@@" + json.dumps(out))
-"""
-
-
 def list_envs(path: Path) -> dict[str, Any]:
     """The env list of a tox config file, read by tox itself in a separate process (so
     tox's logging setup stays out of memotest's). Raises :class:`ConfigError` naming the
     file and, where tox says it, the line."""
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", _LIST_SCRIPT, str(path)],
+            [sys.executable, "-m", "memotest_tox.list_envs", str(path)],
             cwd=path.parent,
             capture_output=True,
             text=True,
@@ -214,7 +193,7 @@ def list_envs(path: Path) -> dict[str, Any]:
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ConfigError(f"{NAME}: {path}: could not run tox to read it: {exc}") from None
-    _, sep, payload = proc.stdout.rpartition("@@memotest-tox@@")
+    _, sep, payload = proc.stdout.rpartition(LIST_MARK)
     try:
         data = json.loads(payload) if sep else None
     except ValueError:
