@@ -37,7 +37,7 @@ from memotest.report import Summary, TargetResult
 from memotest.runner import Runner
 from memotest.step import Step
 from memotest.store import Record, Store
-from memotest.tracer.warm import WorkerPool
+from memotest.tracer.warm.pool import WorkerPool
 
 
 @dataclass
