@@ -30,7 +30,7 @@ state:
    plugins, and the run itself does not read it again); the file's content and times are
    put back afterwards;
 10. ``preloaded``: change a module of a library the warm worker preloaded
-    (``memotest/tracer/preload.py``: one of the site-packages modules listed in the
+    (``memotest/tracer/warm/preload.py``: one of the site-packages modules listed in the
     project's ``.memotest/warm.json`` after the first build, read by the worker, not by
     the run); content and times are put back afterwards;
 11. ``unrelated``: create a new file in a folder no target listed, and append to a file no
@@ -503,7 +503,7 @@ def run(args: argparse.Namespace) -> dict:
     audit.setup()
     # Baseline: everything built; a second build shows which results are reused. The
     # --pytest targets are built twice first: the second time forked from a worker that
-    # preloads what the first build's runs imported (memotest/tracer/preload.py).
+    # preloads what the first build's runs imported (memotest/tracer/warm/preload.py).
     audit.build([], toml=False)
     audit.build([], toml=False, force=True)
     audit.build([], toml=True)
@@ -641,7 +641,7 @@ def run(args: argparse.Namespace) -> dict:
         change, undo = file_edit(Path(files[0]), b"\n_soundness_probe = 1\n")
         results.append(audit.case("code-module", t, change, undo, toml=False, detail=rel(files[0])))
     # 9: a file only the warm worker read: the --pytest targets are forked from a process
-    # that imported pytest and its plugins (memotest/tracer/warm.py), so pluggy's modules
+    # that imported pytest and its plugins (memotest/tracer/warm/), so pluggy's modules
     # are read by that process, not by the run.
     venv = str(audit.venv) + "/"
     for i, t in enumerate(pytest_targets):
@@ -659,7 +659,7 @@ def run(args: argparse.Namespace) -> dict:
             change, undo = file_edit_in_place(Path(path), b"\n# soundness audit\n")
             detail = os.path.relpath(path, audit.venv)
             results.append(audit.case("worker", t, change, undo, toml=False, detail=detail))
-    # 10: a library the worker preloaded (memotest/tracer/preload.py): from the second
+    # 10: a library the worker preloaded (memotest/tracer/warm/preload.py): from the second
     # build on, the worker imports what the runs of the first reported.
     preloaded = preloaded_packages(audit.root)
     site = next(audit.venv.glob("lib/python*/site-packages"), audit.venv)

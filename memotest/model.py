@@ -30,7 +30,7 @@ class Target:
     ``command`` is a string (run with ``/bin/sh -c``) or a tuple (an argv). ``cwd`` is
     absolute. ``env`` holds the declared variables, which are always part of the key.
     ``warm`` names the modules a warm worker imports before forking runs of a ``PYTHON -m
-    MODULE ...`` command (``tracer/warm.py``): how the command is started, not what it
+    MODULE ...`` command (``tracer/warm/``): how the command is started, not what it
     does, so not part of the key.
     """
 
@@ -134,10 +134,10 @@ class Trace:
     #: worker it was forked from) read or stat'ed: such a file stays whole (a finer kind
     #: holds only for what the command's own process did).
     read_elsewhere: set[str] = field(default_factory=set)
-    #: For a run forked from a warm worker (``tracer/warm.py``): the ``.py`` files only
+    #: For a run forked from a warm worker (``tracer/warm/``): the ``.py`` files only
     #: the import system read, mapped to the code objects of them the run executed, as
-    #: ``[qualified name, first line, check digest]`` (``tracer/codemap.py``). None when
-    #: the run could not tell.
+    #: ``[qualified name, first line, check digest]`` (``worker/codes.py``,
+    #: ``inputs/code.py``). None when the run could not tell.
     code: dict[str, list[list]] | None = None
     #: Folders that a process other than the command's own (and the warm worker's)
     #: listed.

@@ -4,7 +4,7 @@
  * interpreter evaluates (a call, a generator or coroutine resumed, a module or class
  * body), in every thread of the interpreter, then hands the frame to the evaluator that
  * was there before. memotest's forked runs use it to fingerprint a Python source file by
- * the code of it that ran (memotest/tracer/codemap.py). Table of pointers, each code
+ * the code of it that ran (memotest/worker/code_watch.py, memotest/inputs/code.py). Table of pointers, each code
  * object held by a strong reference so that its address is never reused while noted.
  */
 #define PY_SSIZE_T_CLEAN

@@ -493,7 +493,7 @@ static void atfork_child(void)
  *
  * memotest_shim_retarget(dir): from now on this process writes its records to
  * DIR/log (and DIR/status), and its children are given DIR: used by a warm
- * worker (memotest/tracer/warm.py), which forks one child per run from a
+ * worker (memotest/tracer/warm/), which forks one child per run from a
  * process that has already imported what every run needs. The child calls it
  * right after fork, while it is still single-threaded: the records it makes
  * from then on are its run's, and the records its parent made before the fork

@@ -53,6 +53,9 @@ class TerminalReporter:
         self.tty = self.out.isatty() and os.environ.get("TERM") != "dumb"
         self.total = 0
         self.done = 0
+        #: The build's targets: what else runs meanwhile (a loader's memoized
+        #: collection, before the build starts) is not one of its status lines.
+        self.names: frozenset[str] = frozenset()
         self._transient = False
 
     def _clear(self) -> None:
@@ -64,10 +67,12 @@ class TerminalReporter:
     def memotest_build_start(self, targets: list[Target]) -> None:
         self.total = len(targets)
         self.done = 0
+        self.names = frozenset(t.name for t in targets)
 
     @hookimpl
     def memotest_target_running(self, names: list[str]) -> None:
         """The targets now running (shown on a terminal only)."""
+        names = [n for n in names if n in self.names]
         if not self.tty or not names:
             return
         self._clear()
@@ -82,6 +87,8 @@ class TerminalReporter:
     @hookimpl
     def memotest_after_target(self, result: TargetResult) -> None:
         r = result
+        if r.name not in self.names:
+            return
         self.done += 1
         self._clear()
         label = {"cached": "(cached) PASSED"}.get(r.status, r.status.upper())

@@ -7,7 +7,7 @@ Layout::
     .memotest/cas/ab/cd...  content-addressed blobs (logs, declared outputs, directory
                             listings), named by the xxh3-128 hex digest of their content
     .memotest/warm.json     not the store's: what the warm workers of the targets run in
-                            this folder preload (``memotest/tracer/preload.py``)
+                            this folder preload (``memotest/tracer/warm/preload.py``)
 
 The rooms, one module each:
 

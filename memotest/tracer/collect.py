@@ -53,8 +53,8 @@ def build_trace(
     trace_dir: str,
     worker_pid: int | None = None,
 ) -> Trace:
-    """``worker_pid``: the warm worker the command was forked from (``warm.py``): what it
-    listed, the run reports on as on its own listings (``listings.py``)."""
+    """``worker_pid``: the warm worker the command was forked from (``tracer/warm/``): what it
+    listed, the run reports on as on its own listings (``worker/listings.py``)."""
     trace = Trace(command=command, exit_code=exit_code)
     incomplete = trace.incomplete
     changed: set[str] = set()  # paths the tree wrote or deleted so far

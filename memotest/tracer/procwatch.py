@@ -64,7 +64,7 @@ class ProcessWatcher:
         self.root_pid = root_pid
         self.shim = shim
         self.trace_dir = trace_dir
-        #: Trace folders whose orphans are ours (a warm worker's: see ``warm.py``).
+        #: Trace folders whose orphans are ours (a warm worker's: see ``tracer/warm/``).
         self.ours_dirs = {trace_dir}
         self.foreign: set[int] = set()
         self._me = os.getpid()

@@ -37,7 +37,7 @@ class WorkerPool:
         self.book = PreloadBook(config)
         #: Whether workers preload what earlier runs imported (off: their own modules).
         self.preload = True
-        #: Whether runs report the code they executed (``codemap.py``; off: files whole).
+        #: Whether runs report the code they executed (``inputs/code.py``; off: files whole).
         self.code_level = True
         self._workers: dict[WarmSpec, Worker] = {}
         self._retired: list[Worker] = []

@@ -37,7 +37,7 @@ class RemoteProcess:
         self.config = worker.config
         #: What the run reported at its end: its ``args``, the ``modules`` it imported and
         #: the preloaded packages its ``sys.path`` would have found elsewhere
-        #: (``shadowed``: ``preload.py``), the ``code`` it executed (``codemap.py``; or why
+        #: (``shadowed``: ``preload.py``), the ``code`` it executed (``inputs/code.py``; or why
         #: its files stay whole), the ``listings`` and ``sections`` of its readers, and
         #: what plugins added (``reading.py``); None if nothing.
         self.report: dict[str, Any] | None = None

@@ -103,7 +103,7 @@ class Worker:
         #: those whose import warned, printed, started a thread or read the project's
         #: files, and why.
         self.preload = preload
-        #: Whether its runs report the code they executed (``codemap.py``), but those
+        #: Whether its runs report the code they executed (``inputs/code.py``), but those
         #: whose arguments (JSON) are in ``whole`` (their files stay whole: ``preload.py``).
         self.code_level = code_level
         self.whole = whole
@@ -138,7 +138,7 @@ class Worker:
         self.snapshot: dict[str, StatSig | str | None] = {}
         self._listed: frozenset[str] = frozenset()
         #: The folders of the project only its imports listed: what they looked for there,
-        #: and what of it they saw (``listings.py``).
+        #: and what of it they saw (``worker/listings.py``).
         self._views: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
         self.usable = False
         self.why = ""
@@ -226,7 +226,7 @@ class Worker:
     def changed(self) -> str | None:
         """The first path the worker observed while starting that is no longer as it was.
         A folder of the project only its imports listed holds while the entries they looked
-        for are as the worker saw them (``listings.py``)."""
+        for are as the worker saw them (``worker/listings.py``)."""
         listed = self._listed
         for p, sig in self.snapshot.items():
             now = _sig(p, p in listed)
