@@ -9,12 +9,15 @@ the patterns plugins add through ``memotest_ignore`` (a tool's own cache).
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from memotest import plugins
-from memotest.model import Target
+from memotest.errors import ConfigError
+from memotest.model import Target, output_problem
 
 #: Inherited variables that are passed to targets (and part of their key) by default.
 DEFAULT_PASS_ENV = (
@@ -87,3 +90,76 @@ def find_cycle(edges: dict[str, tuple[str, ...]]) -> list[str] | None:
             if found:
                 return found
     return None
+
+
+def target_problems(target: Target) -> list[tuple[str, str]]:
+    """What makes ``target`` impossible to run or record as it says, as ``(field, what is
+    wrong and what to do)``; empty when it is fine. Data only, whoever loaded it.
+
+    These are the values the operating system or memotest cannot take, which would
+    otherwise fail in the middle of a build with a traceback, or do something else than
+    written: a NUL byte (no C string holds one: in a command, an argv entry, an env value
+    or name, a path), an env name that is empty or holds ``=`` (``A=B`` names ``A``), a
+    command with nothing to run, a timeout that is not a finite number of seconds above
+    0, a name with a control character (a status line or a report would be cut), and
+    declared outputs that are not plain paths below the target's folder (a replay writes
+    them back: ``/etc/x`` or ``../x`` would be written outside the project). A name that
+    is not UTF-8 (a ``foreach`` or pytest target made from a file name that is not) cannot
+    be stored, reported or printed: it is refused, naming the file to rename."""
+    out: list[tuple[str, str]] = []
+    if any(ord(c) < 32 or ord(c) == 127 for c in target.name):
+        out.append(("name", "its name holds a control character"))
+    elif not _utf8(target.name):
+        out.append(
+            (
+                "name",
+                "its name is not UTF-8 (made from a file name that is not: rename the file)",
+            )
+        )
+    words = [target.command] if isinstance(target.command, str) else list(target.command)
+    if any("\0" in w for w in words):
+        out.append(("command", "the command holds a NUL byte (no program can be given one)"))
+    elif not words or not words[0].strip():
+        out.append(("command", "the command is empty (give the program to run first)"))
+    for name, value in target.env:
+        if not name or "=" in name or "\0" in name:
+            out.append(
+                ("env", f"env name {name!r} is not a variable name (no '=', NUL or empty name)")
+            )
+        elif "\0" in value:
+            out.append(("env", f"env value of {name} holds a NUL byte (no variable can hold one)"))
+    if "\0" in target.cwd:
+        out.append(("cwd", "cwd holds a NUL byte"))
+    if target.timeout is not None and not (math.isfinite(target.timeout) and target.timeout > 0):
+        out.append(
+            ("timeout", f"timeout must be a finite number of seconds > 0, not {target.timeout}")
+        )
+    for rel in target.outputs:
+        problem = output_problem(rel)
+        if problem:
+            out.append(("outputs", problem))
+    for path in target.inputs:
+        if "\0" in path:
+            out.append(("inputs", f"declared input {path!r} holds a NUL byte"))
+    return out
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_project(project: Project) -> None:
+    """Raises a :class:`ConfigError` naming the first target :func:`target_problems`
+    finds wrong, where it was defined (``file:line``), or whose cwd is a file. Every
+    loader's project goes through it (``plugins.load_project``)."""
+    for target in project.targets.values():
+        problems = target_problems(target)
+        if not problems and os.path.exists(target.cwd) and not os.path.isdir(target.cwd):
+            problems = [("cwd", f"cwd {target.cwd} is not a folder")]
+        if problems:
+            where = target.source or project.path
+            raise ConfigError(f"{where}: target {target.name!r}: {problems[0][1]}")

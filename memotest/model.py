@@ -53,6 +53,29 @@ class Target:
         return list(self.command)
 
 
+def output_problem(rel: str) -> str | None:
+    """Why ``rel`` cannot be a declared output, or None: a declared output is a path
+    relative to the target's folder, without ``..``, since a replay writes it back there.
+    Checked when a target is loaded (``config.target_problems``) and again when a record's
+    outputs are restored (``store/outputs.py``): a record may come from elsewhere."""
+    if not rel or "\0" in rel:
+        return f"declared output {rel!r} is not a path"
+    if os.path.isabs(rel):
+        return (
+            f"declared output {rel!r} is absolute: name it relative to the target's cwd "
+            "(a replay writes it back there)"
+        )
+    parts = rel.replace(os.sep, "/").split("/")
+    if ".." in parts:
+        return (
+            f"declared output {rel!r} goes up with '..': a replay would write outside the "
+            "target's folder (set cwd to a folder above it instead)"
+        )
+    if all(p in ("", ".") for p in parts):
+        return f"declared output {rel!r} names the target's folder, not a file"
+    return None
+
+
 @dataclass(frozen=True)
 class Incomplete:
     """A reason the tracer could not see everything a process did."""

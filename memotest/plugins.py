@@ -231,4 +231,7 @@ def load_project(config: Config, cwd: Path | None = None) -> Any:
             f"no memotest.toml found in {request.cwd} or any parent folder, and no plugin "
             "recognised a project here (create memotest.toml, or name a file with -f FILE)"
         )
+    from memotest.config import check_project  # config imports this module
+
+    check_project(project)
     return project

@@ -100,15 +100,19 @@ def write_junit(summary: Summary, path: str) -> None:
     )
     for r in summary.results:
         case = ET.SubElement(
-            suite, "testcase", classname="memotest", name=r.name, time=f"{r.duration:.3f}"
+            suite,
+            "testcase",
+            classname="memotest",
+            name=_xml_text(r.name),
+            time=f"{r.duration:.3f}",
         )
         log = _xml_text(r.log.decode("utf-8", "replace"))
         if r.status == "failed":
             ET.SubElement(case, "failure", message=f"exit code {r.exit_code}").text = log
         elif r.status in ("timeout", "error"):
-            ET.SubElement(case, "error", message=r.reason or r.status).text = log
+            ET.SubElement(case, "error", message=_xml_text(r.reason or r.status)).text = log
         elif r.status == "skipped":
-            ET.SubElement(case, "skipped", message=r.reason or "skipped")
+            ET.SubElement(case, "skipped", message=_xml_text(r.reason or "skipped"))
         elif r.status == "cached":
             props = ET.SubElement(case, "properties")
             ET.SubElement(props, "property", name="cached", value="true")
@@ -118,5 +122,7 @@ def write_junit(summary: Summary, path: str) -> None:
 
 
 def _xml_text(s: str) -> str:
-    # XML 1.0 cannot carry most control characters; drop them from logs.
+    # XML 1.0 cannot carry most control characters; drop them from logs. A name that is
+    # not UTF-8 (a file name's undecodable bytes, as surrogates) cannot be encoded: "?".
+    s = s.encode("utf-8", "replace").decode("utf-8")
     return "".join(c for c in s if c in "\t\n\r" or ord(c) >= 0x20)

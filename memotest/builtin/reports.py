@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 
 from memotest.errors import UsageError
@@ -21,13 +22,40 @@ def memotest_addoption(parser: argparse.ArgumentParser) -> None:
 def memotest_configure(config: Config) -> None:
     for opt in ("json_report", "junit_xml"):
         path = getattr(config.options, opt, None)
-        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-            raise UsageError(f"cannot write {path}: no such folder")
+        if path:
+            check_writable(path, "--" + opt.replace("_", "-"))
+
+
+def check_writable(path: str, option: str) -> None:
+    """Raises a :class:`UsageError` unless a report can be written at ``path``: found
+    before any target runs, not after (its folder exists, it is not a folder, and a file
+    can be opened there for writing: tried, and a file the try created is removed)."""
+    if "\0" in path:
+        raise UsageError(f"{option}: {path!r} is not a path")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"{option}: cannot write {path}: no such folder {folder}")
+    if os.path.isdir(path):
+        raise UsageError(f"{option}: cannot write {path}: it is a folder (name a file in it)")
+    existed = os.path.lexists(path)
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise UsageError(
+            f"{option}: cannot write {path}: {exc.strerror or exc} (name a writable file)"
+        ) from None
+    if not existed:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 @hookimpl
 def memotest_report(summary: Summary, config: Config) -> None:
-    if getattr(config.options, "json_report", None):
-        write_json(summary, config.options.json_report)
-    if getattr(config.options, "junit_xml", None):
-        write_junit(summary, config.options.junit_xml)
+    for opt, write in (("json_report", write_json), ("junit_xml", write_junit)):
+        path = getattr(config.options, opt, None)
+        if path:
+            try:
+                write(summary, path)
+            except OSError as exc:  # checked before the build; changed since
+                raise UsageError(f"cannot write the report {path}: {exc.strerror or exc}") from None

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import xxhash
 
+from memotest.model import output_problem
 from memotest.store.blobs import CHUNK, BlobStore
+from memotest.store.errors import StoreError
 
 #: How a record's ``outputs`` mark an executable file: its value is the digest plus this.
 EXECUTABLE_MARK = "+x"
@@ -34,7 +36,15 @@ def split_output(value: str) -> tuple[str, bool]:
 
 
 def restore_outputs(blobs: BlobStore, outputs: dict[str, str], cwd: str) -> None:
-    """Put a record's declared outputs (``Record.outputs``) back under ``cwd``."""
+    """Put a record's declared outputs (``Record.outputs``) back under ``cwd``.
+
+    A record naming an output that is not a plain path below ``cwd`` (absolute, or with
+    ``..``: a record made elsewhere, or tampered with) restores nothing: a replay never
+    writes outside the target's folder (:class:`StoreError`)."""
+    for rel in outputs:
+        problem = output_problem(rel)
+        if problem:
+            raise StoreError(f"a record names an output that is not restored: {problem}")
     for rel, value in outputs.items():
         digest, executable = split_output(value)
         restore_file(blobs, digest, os.path.join(cwd, rel), executable)

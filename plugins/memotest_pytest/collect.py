@@ -26,6 +26,10 @@ import warnings
 
 MARK = "memotest-pytest-collection: "
 NARROW = "memotest_pytest.narrow"
+#: ``NARROW``'s option naming the one file to run, for a file pytest cannot be given as
+#: an argument: a path holding ``[`` or ``::`` is read as a test selection
+#: (``test_x[1].py``). memotest passes its folder as the argument and the file here.
+ONLY = "--memotest-only"
 
 
 def main():

@@ -30,17 +30,34 @@ from pathlib import Path
 
 import pytest
 
+from memotest_pytest.collect import ONLY
+
 _WANTED = pytest.StashKey[tuple[Path, ...] | None]()
 #: ``MEMOTEST_PYTEST_NARROW=0``: collect as pytest does by itself.
 SWITCH = "MEMOTEST_PYTEST_NARROW"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        ONLY,
+        dest="memotest_only",
+        default=None,
+        metavar="FILE",
+        help="collect only FILE below the folders given (a file whose name pytest would "
+        "read as a test selection)",
+    )
+
+
 def named_paths(config: pytest.Config) -> tuple[Path, ...] | None:
-    """The paths pytest was given, absolute as pytest makes them; None with ``--pyargs``,
-    none given, or one that does not exist."""
+    """The paths pytest was given (or the one file ``--memotest-only`` names), absolute
+    as pytest makes them; None with ``--pyargs``, none given, or one that does not exist."""
+    here = config.invocation_params.dir
+    only = config.getoption("memotest_only", None)
+    if only:
+        path = Path(os.path.abspath(here / only))
+        return (path,) if path.exists() else None
     if config.getoption("pyargs", False) or not config.args:
         return None
-    here = config.invocation_params.dir
     paths = [Path(os.path.abspath(here / arg.split("::", 1)[0])) for arg in config.args]
     return tuple(paths) if all(p.exists() for p in paths) else None
 

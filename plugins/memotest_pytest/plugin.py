@@ -41,7 +41,7 @@ from memotest.model import SourceLocation, Target
 from memotest.plugins import Config, LoadRequest
 from memotest.tracer.warm.pool import WorkerPool
 from memotest_pytest import collect as driver
-from memotest_pytest.collect import MARK, NARROW
+from memotest_pytest.collect import MARK, NARROW, ONLY
 
 # This plugin's other hooks, each in the module of what it is about (pluggy registers
 # every hook function this module holds, so importing them here registers them).
@@ -178,13 +178,30 @@ def load(
         own = () if _config_between(Path(file).parent, top, seen) else pin
         targets[name] = Target(
             name=name,
-            command=(python, *run_args, *own, rel),
+            command=(python, *run_args, *own, *file_args(rel, file, bool(data.get("narrow")))),
             cwd=str(rootdir),
             source=SourceLocation(file),
             warm=modules,
         )
     project_file = Path(data["inipath"]) if data.get("inipath") else rootdir
     return Project(project_file, rootdir, settings, targets)
+
+
+def file_args(rel: str, file: str, narrow: bool) -> tuple[str, ...]:
+    """The arguments that make pytest run the one file ``rel``. pytest reads ``[`` and
+    ``::`` in an argument as a test selection (``test_x[1].py`` is refused as "path cannot
+    contain [] parametrization"): such a file is given as its folder, narrowed to the file
+    by ``memotest_pytest.narrow``'s ``--memotest-only``; without that plugin it cannot be
+    run alone, and loading stops naming it."""
+    if "[" not in rel and "::" not in rel:
+        return (rel,)
+    if not narrow:
+        raise ConfigError(
+            f"{file}: pytest cannot run this file alone: it reads '[' and '::' in a path as "
+            "a test selection (rename the file, or let the tests' interpreter import "
+            "memotest_pytest)"
+        )
+    return (ONLY, rel, os.path.dirname(rel) or ".")
 
 
 def warm_modules() -> tuple[str, ...]:

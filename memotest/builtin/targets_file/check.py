@@ -16,7 +16,7 @@ from typing import Any
 
 from memotest.builtin.targets_file import foreach
 from memotest.builtin.targets_file.syntax import Lines
-from memotest.config import Project, Settings, find_cycle
+from memotest.config import Project, Settings, find_cycle, target_problems
 from memotest.errors import ConfigError
 from memotest.model import SourceLocation, Target
 
@@ -107,7 +107,7 @@ class Checker:
 
     def target(self, name: str, spec: Any) -> None:
         keys = ("targets", name)
-        if not NAME_RE.match(name):
+        if not NAME_RE.fullmatch(name):
             raise self.fail(
                 keys, f"target name {name!r} is not valid (use letters, digits and _ . - / + @)"
             )
@@ -138,6 +138,10 @@ class Checker:
         if not isinstance(cwd_raw, str):
             raise self.fail((*keys, "cwd"), f"target {name!r}: cwd must be a string")
         cwd = os.path.normpath(os.path.join(self.root, cwd_raw))
+        if os.path.exists(cwd) and not os.path.isdir(cwd):
+            raise self.fail(
+                (*keys, "cwd"), f"target {name!r}: cwd {cwd_raw!r} is a file, not a folder"
+            )
         env = spec.get("env", {})
         if not isinstance(env, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in env.items()
@@ -152,15 +156,32 @@ class Checker:
             isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
         ):
             raise self.fail((*keys, "timeout"), f"target {name!r}: timeout must be seconds > 0")
+        try:
+            timeout = float(timeout) if timeout is not None else None
+        except OverflowError:
+            raise self.fail(
+                (*keys, "timeout"), f"target {name!r}: timeout {timeout} is too large"
+            ) from None
         tags = frozenset(self.str_list(spec.get("tags", []), (*keys, "tags")))
         outputs = tuple(self.str_list(spec.get("outputs", []), (*keys, "outputs")))
         inputs = tuple(self.str_list(spec.get("inputs", []), (*keys, "inputs")))
+        for path in inputs:
+            if os.path.isabs(path) or ".." in path.replace(os.sep, "/").split("/"):
+                raise self.fail(
+                    (*keys, "inputs"),
+                    f"target {name!r}: declared input {path!r} is outside the target's "
+                    "folder: name files below it, without '..' (set cwd higher instead)",
+                )
+        if name in needs:
+            raise self.fail(
+                (*keys, "needs"), f"target {name!r} needs itself (remove {name!r} from needs)"
+            )
         loc = SourceLocation(str(self.path), self.lines.get(keys))
         base = dict(
             cwd=cwd,
             env=tuple(sorted(env.items())),
             needs=tuple(needs),
-            timeout=float(timeout) if timeout is not None else None,
+            timeout=timeout,
             tags=tags,
             outputs=outputs,
             inputs=inputs,
@@ -170,7 +191,7 @@ class Checker:
         if pattern is None:
             self.add(keys, Target(name=name, command=_cmd(command), **base))
             return
-        if not isinstance(pattern, str) or not pattern:
+        if not isinstance(pattern, str) or not pattern or "\0" in pattern:
             raise self.fail((*keys, "foreach"), f"target {name!r}: foreach must be a glob string")
         if not foreach.has_placeholder(command):
             raise self.fail(
@@ -187,6 +208,8 @@ class Checker:
             self.add(keys, Target(name=f"{name}:{rel}", command=cmd, **base), group=name)
 
     def add(self, keys: tuple[str, ...], target: Target, group: str | None = None) -> None:
+        for key, problem in target_problems(target):
+            raise self.fail((*keys, key), f"target {target.name!r}: {problem}")
         if target.name in self.targets:
             raise self.fail(keys, f"duplicate target name {target.name!r}")
         self.targets[target.name] = target
