@@ -211,6 +211,9 @@ class Kind(str, enum.Enum):
     #: a file only its reader read (``memotest/inputs/readers.py``): the reader's name,
     #: ``:`` and the xxh3-128 of the part it takes (``entry-points:...``)
     SECTION = "section"
+    #: a declared input that is a glob pattern, by the paths matching it: the digest
+    #: names the CAS blob of those paths (each match is an input of its own besides)
+    GLOB = "glob"
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from memotest import plugins
 from memotest.fingerprint import FileStates
+from memotest.inputs.matches import declared
 from memotest.inputs.registry import kind_of, refine
 from memotest.keys import TargetKey
 from memotest.model import Outcome, Target
@@ -72,12 +73,9 @@ def make_record(
         else:
             inputs.append(held)
     inputs = refine(inputs, trace, states, store)
-    for extra in target.inputs:
-        path = os.path.join(target.cwd, extra)
-        try:
-            inputs.append(states.fingerprint(path, fresh=True))
-        except OSError as exc:
-            why.append(f"cannot fingerprint declared input {path}: {exc.strerror or exc}")
+    extra, cannot = declared(target.cwd, target.inputs, states)  # globs, folders expanded
+    inputs.extend(extra)
+    why.extend(cannot)
     outputs: dict[str, str] = {}
     if outcome.status == "passed":
         for rel in target.outputs:

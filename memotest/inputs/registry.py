@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from memotest.fingerprint import FileStates, Fingerprint, Refresh
-from memotest.inputs import absent, code, entries, file, listing, other, section
+from memotest.inputs import absent, code, entries, file, listing, matches, other, section
 from memotest.inputs import dir as dir_
 from memotest.inputs.base import InputKind
 from memotest.model import Kind, Trace
@@ -32,6 +32,7 @@ KINDS: tuple[InputKind, ...] = (
     code.KIND,
     entries.KIND,
     section.KIND,
+    matches.KIND,
 )
 _BY_NAME: dict[str, InputKind] = {k.kind.value: k for k in KINDS}
 

@@ -39,6 +39,7 @@ aside, since the outer memotest memoizes the whole session already.
 from __future__ import annotations
 
 import functools
+import glob
 import os
 import shutil
 import subprocess
@@ -394,4 +395,5 @@ def _interpreter_inputs(venv: Any, bin_paths: Sequence[str] | None, path: str | 
         cfg = os.path.join(location, "pyvenv.cfg")
         if os.path.isfile(cfg):
             found.append(cfg)
-    return tuple(found)
+    # literal paths: a declared input with [*? is a pattern (memotest/inputs/matches.py)
+    return tuple(glob.escape(p) for p in found)

@@ -22,6 +22,7 @@ label, ``//pkg:name``. ``docs/adapters/rules.md`` is the user's guide; in short:
 
 from __future__ import annotations
 
+import glob
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -241,7 +242,8 @@ class Workspace:
             env=tuple(sorted(run_env.items())),
             timeout=float(TIMEOUTS[timeout] if timeout else SIZE_TIMEOUTS[size]),
             tags=frozenset(core_tags),
-            inputs=tuple(sorted(set(files))),
+            # literal file names: a declared input with [*? is a pattern (inputs/matches.py)
+            inputs=tuple(sorted({glob.escape(f) for f in files})),
             source=SourceLocation(rule.file, rule.line),
         )
         return Test(rule, target, tags, size)
