@@ -29,6 +29,9 @@ class TargetKey:
     definition: dict[str, object]
     env_hash: str
     env: dict[str, str | None]
+    #: The settings that may shape what a record holds (:func:`memotest.shaping.granted`);
+    #: None when unknown (records of another tool, taken as recorded).
+    shaping: frozenset[str] | None = None
 
 
 def digest(data: bytes | str) -> str:
@@ -73,8 +76,10 @@ def target_key(
     settings: Settings,
     environ: Mapping[str, str] | None = None,
     env: tuple[dict[str, str | None], str] | None = None,
+    shaping: frozenset[str] | None = None,
 ) -> TargetKey:
-    """``env`` is :func:`env_key`'s result when the caller already has it."""
+    """``env`` is :func:`env_key`'s result when the caller already has it; ``shaping``
+    is :func:`memotest.shaping.granted`'s."""
     d = definition(target)
     values, env_hash = env if env is not None else env_key(settings, environ)
     return TargetKey(
@@ -82,6 +87,7 @@ def target_key(
         definition=d,
         env_hash=env_hash,
         env=dict(values),
+        shaping=shaping,
     )
 
 
