@@ -140,7 +140,13 @@ def _stale_by_record(
     if rec.env_hash != key.env_hash:
         env_new = _normalize(key.env)
         names = _changed_keys(rec.env, env_new)
-        reason = "environment changed" + (f": {_listed(names)}" if names else "")
+        # ``=NAME``: the inherited process state (``keys.process_state``), not a variable.
+        state = [n[1:] for n in names if n.startswith("=")]
+        variables = [n for n in names if not n.startswith("=")]
+        parts = [f"environment changed: {_listed(variables)}"] if variables else []
+        if state:
+            parts.append(f"the inherited process state changed: {_listed(state)}")
+        reason = "; ".join(parts) or "environment changed"
         detail = "; ".join(_env_change(v, rec.env, env_new) for v in names) or None
         return Stale("env", reason, detail=detail, count=len(names), record=rec)
     gone = withdrawn(rec.shaping, key.shaping) if key.shaping is not None else []
