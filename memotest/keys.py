@@ -3,6 +3,20 @@
 A target runs with only the inherited variables its project passes (``pass_env``) plus its
 declared ``env``; both are part of its key, so changing any of them re-runs it. Values are
 kept as hashes: the store never holds an environment value in clear.
+
+The environment is more than the variables: a process inherits state that a test can see
+(:func:`process_state`). What memotest sets to one value for every run is not keyed:
+stdin is ``/dev/null``, stdout and stderr the log, no other file descriptor is open
+(``close_fds``), the run starts a session of its own (so has no controlling terminal),
+``TMPDIR`` is private, the signals Python ignores for itself (``SIGPIPE``, ``SIGXFSZ``)
+are restored to their default, and the variables ``pass_env`` leaves out (``LANG``,
+``LC_*``, ``TZ``) are unset. The rest of what it inherits is keyed, under names that start
+with ``=`` (no variable's name can): the umask, every resource limit, the signals ignored
+and blocked, the user, group and supplementary group ids, the nice value, the
+capabilities and ``no_new_privs``, the execution domain (``personality``), the machine,
+and per target the real path of its working folder (what ``os.getcwd()`` returns: the
+same path through a retargeted symbolic link is another folder). These values are not
+secrets and are kept in clear.
 """
 
 from __future__ import annotations
@@ -10,6 +24,8 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import resource
+import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -29,6 +45,9 @@ class TargetKey:
     definition: dict[str, object]
     env_hash: str
     env: dict[str, str | None]
+    #: The settings that may shape what a record holds (:func:`memotest.shaping.granted`);
+    #: None when unknown (records of another tool, taken as recorded).
+    shaping: frozenset[str] | None = None
 
 
 def digest(data: bytes | str) -> str:
@@ -55,13 +74,71 @@ def passed_environ(settings: Settings, environ: Mapping[str, str] | None = None)
     return {k: v for k, v in env.items() if any(fnmatch.fnmatchcase(k, p) for p in pats)}
 
 
+#: The signals Python ignores for itself and ``subprocess`` restores in the child.
+_RESTORED = {
+    int(getattr(signal, n)) for n in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, n)
+}
+
+#: What of ``/proc/self/status`` a target inherits (the capability sets, ``no_new_privs``
+#: and the seccomp mode); ``SigIgn`` is read for the ignored signals.
+_STATUS = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp")
+
+
+def _signals(mask: int) -> str:
+    return ",".join(str(n) for n in range(1, 65) if mask >> (n - 1) & 1 and n not in _RESTORED)
+
+
+def process_state() -> dict[str, str]:
+    """What this process passes on to the targets it starts besides the variables, and a
+    test can see (``=NAME`` -> value in clear): see the module's docstring."""
+    state: dict[str, str] = {}
+    for name in sorted(n for n in dir(resource) if n.startswith("RLIMIT_")):
+        try:
+            soft, hard = resource.getrlimit(getattr(resource, name))
+        except (OSError, ValueError):
+            continue
+        state[f"={name.lower()}"] = f"{soft}:{hard}"
+    status: dict[str, str] = {}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                field_name, _, value = line.partition(":")
+                status[field_name] = value.strip()
+    except OSError:
+        pass
+    if "Umask" in status:  # Linux 4.7 on: read without changing it (threads may be running)
+        state["=umask"] = oct(int(status["Umask"], 8))
+    else:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        state["=umask"] = oct(umask)
+    ignored = int(status.get("SigIgn", "0"), 16)
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    state["=signals-ignored"] = _signals(ignored)
+    state["=signals-blocked"] = _signals(sum(1 << (int(s) - 1) for s in blocked))
+    ids = (os.getuid(), os.geteuid(), os.getgid(), os.getegid())
+    state["=ids"] = "uid={} euid={} gid={} egid={}".format(*ids)
+    state["=groups"] = ",".join(map(str, sorted(os.getgroups())))
+    state["=nice"] = str(os.getpriority(os.PRIO_PROCESS, 0))
+    state["=capabilities"] = " ".join(f"{k}={status[k]}" for k in _STATUS if k in status)
+    try:
+        with open("/proc/self/personality") as f:
+            state["=personality"] = f.read().strip()
+    except OSError:
+        pass
+    state["=machine"] = os.uname().machine
+    return state
+
+
 def env_key(
     settings: Settings, environ: Mapping[str, str] | None = None
 ) -> tuple[dict[str, str | None], str]:
     """The passed variables (name -> hash of the value, None when a named one is unset)
-    and their hash: the same for every target of a build, so compute it once."""
+    and the inherited process state (:func:`process_state`), and their hash: the same
+    for every target of a build, so compute it once."""
     passed = passed_environ(settings, environ)
     env: dict[str, str | None] = {k: digest(v) for k, v in sorted(passed.items())}
+    env.update(process_state())
     for pat in settings.pass_env:  # an unset literal name is part of the key too
         if not any(c in pat for c in "*?[") and pat not in env:
             env[pat] = None
@@ -73,15 +150,21 @@ def target_key(
     settings: Settings,
     environ: Mapping[str, str] | None = None,
     env: tuple[dict[str, str | None], str] | None = None,
+    shaping: frozenset[str] | None = None,
 ) -> TargetKey:
-    """``env`` is :func:`env_key`'s result when the caller already has it."""
+    """``env`` is :func:`env_key`'s result when the caller already has it; ``shaping``
+    is :func:`memotest.shaping.granted`'s."""
     d = definition(target)
     values, env_hash = env if env is not None else env_key(settings, environ)
+    values = dict(values)
+    # The folder the target starts in, as ``os.getcwd()`` will name it.
+    values["=cwd"] = os.path.realpath(target.cwd)
     return TargetKey(
         def_hash=digest(json.dumps(d, sort_keys=True)),
         definition=d,
-        env_hash=env_hash,
-        env=dict(values),
+        env_hash=digest(env_hash + "\0" + values["=cwd"]),
+        env=values,
+        shaping=shaping,
     )
 
 

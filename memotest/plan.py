@@ -8,10 +8,11 @@ its id array is disjoint from the set of invalid ids.
 A target is stale, in this order of precedence, when: it is ``forced``; it is tagged
 ``no-cache``; it has no record (``new``); the record was made by another memotest
 (``recorder``); its ``definition`` or ``env`` changed (naming the fields and variables);
-the last run did not pass (``failed``); the last run was ``uncacheable`` (with the reason
-the record gives); a blob the replay needs is gone (``blob-missing``); or an ``input``
-changed (naming the first changed path in sorted order, and counting them). Missing
-declared outputs are not a reason: a hit restores them.
+a setting that shaped what the record holds was withdrawn (``settings``, naming it:
+:mod:`memotest.shaping`); the last run did not pass (``failed``); the last run was
+``uncacheable`` (with the reason the record gives); a blob the replay needs is gone
+(``blob-missing``); or an ``input`` changed (naming the first changed path in sorted
+order, and counting them). Missing declared outputs are not a reason: a hit restores them.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from memotest.inputs.check import describe_change
 from memotest.inputs.registry import verifiers
 from memotest.keys import TargetKey
 from memotest.model import Target
+from memotest.shaping import withdrawn
 from memotest.store import FpRow, InputList, Record, Store, default_recorder, split_output
 
 __all__ = ["STALE_KINDS", "Fresh", "Stale", "TargetKey", "plan"]
@@ -38,6 +40,7 @@ STALE_KINDS = (
     "recorder",
     "definition",
     "env",
+    "settings",
     "failed",
     "uncacheable",
     "blob-missing",
@@ -137,9 +140,19 @@ def _stale_by_record(
     if rec.env_hash != key.env_hash:
         env_new = _normalize(key.env)
         names = _changed_keys(rec.env, env_new)
-        reason = "environment changed" + (f": {_listed(names)}" if names else "")
+        # ``=NAME``: the inherited process state (``keys.process_state``), not a variable.
+        state = [n[1:] for n in names if n.startswith("=")]
+        variables = [n for n in names if not n.startswith("=")]
+        parts = [f"environment changed: {_listed(variables)}"] if variables else []
+        if state:
+            parts.append(f"the inherited process state changed: {_listed(state)}")
+        reason = "; ".join(parts) or "environment changed"
         detail = "; ".join(_env_change(v, rec.env, env_new) for v in names) or None
         return Stale("env", reason, detail=detail, count=len(names), record=rec)
+    gone = withdrawn(rec.shaping, key.shaping) if key.shaping is not None else []
+    if gone:
+        reason = f"the settings that shape records changed: {', '.join(gone)}"
+        return Stale("settings", reason, detail=", ".join(gone), count=len(gone), record=rec)
     if rec.status != "passed":
         how = {
             "failed": f"last run failed (exit code {rec.exit_code})",

@@ -23,6 +23,7 @@ from memotest.keys import TargetKey
 from memotest.model import Outcome, Target
 from memotest.observe import Ignore, observe
 from memotest.rewritten import Before, rewritten_as_before
+from memotest.shaping import used
 from memotest.store import STORE_DIR, Record, Store, output_value
 from memotest.tracer.collect import is_pseudo
 
@@ -48,12 +49,15 @@ def make_record(
         ignore = Ignore(ignore, str(root))
     skip = ignore.also(str(root / STORE_DIR), outcome.workdir)
     obs = observe(trace, skip)
+    dropped = False
     if plugins.manager().hook.memotest_is_input.get_hookimpls():
+        n = len(obs.inputs)
         obs.inputs = [
             (path, observed)
             for path, observed in obs.inputs
             if plugins.call("memotest_is_input", path=path, target=target) is not False
         ]
+        dropped = len(obs.inputs) < n
     why = list(obs.uncacheable)
     inputs = []
     for path, observed in obs.inputs:
@@ -105,6 +109,7 @@ def make_record(
         log_digest=store.put_blob(outcome.log),
         outputs=outputs,
         rewritten=obs.rewritten,
+        shaping=used(key.shaping or frozenset(), inputs, dropped=dropped),
     )
 
 

@@ -40,6 +40,7 @@ from memotest.record import make_record
 from memotest.report import TargetResult
 from memotest.rewritten import Before, snapshot
 from memotest.runner import Runner
+from memotest.shaping import granted
 from memotest.store import STORE_DIR, Record, Store
 
 #: How many times a ``flaky`` target runs before its failure stands.
@@ -72,11 +73,18 @@ class Step:
         self.env = keymod.env_key(settings, self.environ)  # the same for every target
         self.store_dir = str(root / STORE_DIR)
         self.ignore = Ignore(settings.ignore, str(root), [self.store_dir])
+        # --whole-files (or a pool made without the finer modes) withdraws them.
+        pool = getattr(runner, "pool", None)
+        code_level = not getattr(config.options, "whole_files", False) and (
+            pool is None or bool(getattr(pool, "code_level", True))
+        )
+        #: What may shape this build's records (:mod:`memotest.shaping`).
+        self.shaping = granted(settings, code_level=code_level)
         #: Per target about to run: the files its last run rewrote, as they were before.
         self.before: dict[str, dict[str, Before]] = {}
 
     def key(self, target: Target) -> TargetKey:
-        return keymod.target_key(target, self.settings, env=self.env)
+        return keymod.target_key(target, self.settings, env=self.env, shaping=self.shaping)
 
     def check(self, targets: list[Target], store: Store | None) -> dict[str, Verdict]:
         """Fresh or stale, for each target (all stale without a store: ``--no-cache``)."""

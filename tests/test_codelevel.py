@@ -283,3 +283,30 @@ def test_a_file_that_ran_hypothesis_is_not_noted_again(tmp_path):
     assert not any("tests/test_b.py" in a for a in whole), whole
     edit(proj, "return x + y", "return x * y")
     assert built(proj, "-v") == {A: "passed", B: "cached"}
+
+
+def test_whole_files_does_not_reuse_records_by_the_code_that_ran(tmp_path):
+    """``--whole-files`` withdraws the finer modes: a record made with them (which holds
+    by less than the whole file) is not reused by it; one made without them is by the
+    default build (it holds more)."""
+    proj = project(tmp_path, USES)
+    assert built(proj) == {A: "passed", B: "passed"}
+    assert kinds(proj) == {"code"}
+    edit(proj, "return x + y", "return x * y")  # code no run executed
+    assert built(proj) == {A: "cached", B: "cached"}
+    assert built(proj, "--whole-files") == {A: "passed", B: "passed"}
+    assert kinds(proj) == {"file"}
+    assert built(proj) == {A: "cached", B: "cached"}
+
+
+def test_a_module_body_that_reads_its_own_line_number_runs_again(tmp_path):
+    """A module body can see its line numbers (``sys._getframe().f_lineno``, logging's
+    ``%(lineno)d``, a warning): a comment above it re-runs what imported it."""
+    proj = project(
+        tmp_path,
+        "from pkg import a\n\ndef test_a():\n    assert a.LINE == 3\n",
+        {"pkg/a.py": "import sys\n\nLINE = sys._getframe().f_lineno\n" + PKG_A},
+    )
+    assert built(proj) == {A: "passed", B: "passed"}
+    edit(proj, "import sys\n", "import sys\n# a comment\n")
+    assert built(proj)[A] == "failed"

@@ -11,6 +11,7 @@ from memotest.keys import TargetKey, target_key
 from memotest.model import Target
 from memotest.observe import file_states
 from memotest.plan import Fresh, Stale, plan
+from memotest.shaping import granted
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -44,7 +45,8 @@ def explain(config: plugins.Config) -> int:
     }
     targets = [t for t in targets if t.name in named] or targets
     with open_store(project, lock=False) as store:
-        keys = {t.name: target_key(t, project.settings) for t in targets}
+        shaping = granted(project.settings, code_level=True)
+        keys = {t.name: target_key(t, project.settings, shaping=shaping) for t in targets}
         verdicts = plan(targets, keys, store, file_states(project))
     say(verdicts)
     return 0

@@ -74,6 +74,9 @@ class Record:
     outputs: dict[str, str] = field(default_factory=dict)
     rewritten: list[str] = field(default_factory=list)
     recorder: str = field(default_factory=default_recorder)
+    #: The settings that shaped what it holds (:mod:`memotest.shaping`): reused only
+    #: while each is still granted.
+    shaping: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -83,7 +86,7 @@ class Record:
 _COLUMNS = (
     "name, recorder, def_hash, definition, env_hash, env, status, exit_code, duration, "
     "started_ns, finished_ns, cacheable, uncacheable_reason, inputs, writes, log_digest, outputs, "
-    "rewritten"
+    "rewritten, shaping"
 )
 
 
@@ -134,6 +137,7 @@ def from_rows(rows: Iterable[tuple[Any, ...]], fps: FingerprintTable) -> dict[st
             log_digest=r[15],
             outputs=json.loads(r[16]),
             rewritten=_decode_paths(r[17]),
+            shaping=json.loads(r[18]),
         )
     return out
 
@@ -144,7 +148,7 @@ def insert(conn: sqlite3.Connection, record: Record, ids: Iterable[int]) -> None
     unique = set(ids)
     conn.execute(
         f"INSERT OR REPLACE INTO records({_COLUMNS}, n_inputs) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             record.name,
             record.recorder,
@@ -164,6 +168,7 @@ def insert(conn: sqlite3.Connection, record: Record, ids: Iterable[int]) -> None
             record.log_digest,
             json.dumps(record.outputs, sort_keys=True, default=str),
             _encode_paths(sorted(set(record.rewritten))),
+            json.dumps(sorted(set(record.shaping))),
             len(unique),
         ),
     )

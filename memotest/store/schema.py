@@ -9,7 +9,7 @@ Schema (``SCHEMA_VERSION``)::
     records(name TEXT PRIMARY KEY, recorder, def_hash, definition JSON, env_hash, env JSON,
             status, exit_code, duration, started_ns, finished_ns, cacheable,
             uncacheable_reason, n_inputs, inputs BLOB, writes BLOB, log_digest, outputs JSON,
-            rewritten BLOB)
+            rewritten BLOB, shaping JSON)
 
 ``records`` is :mod:`memotest.store.records`' table, ``paths`` and ``fps``
 :mod:`memotest.store.fingerprints`'; ``meta`` holds the format version (key ``schema``) and
@@ -33,7 +33,7 @@ from typing import Any
 from memotest.store.errors import StoreError
 
 #: Bumped when the database layout changes; a store of another version is emptied.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: The database's file name in the store's folder.
 DB_FILE = "db.sqlite"
@@ -75,7 +75,8 @@ CREATE TABLE IF NOT EXISTS records(
     writes BLOB NOT NULL,
     log_digest TEXT,
     outputs TEXT NOT NULL,
-    rewritten BLOB NOT NULL
+    rewritten BLOB NOT NULL,
+    shaping TEXT NOT NULL DEFAULT '[]'
 );
 """
 

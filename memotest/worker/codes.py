@@ -12,10 +12,15 @@ that process, what the run's result can depend on is not every byte of the file 
   qualified name, argument names and counts, flags and docstring (``inspect.signature``,
   ``click``'s help texts).
 
-Line numbers of module and class bodies (and of the comprehensions they run) are left out:
-they only show in a traceback of the import itself, which fails the run, and a failed run
-is always run again. So an edit inside one function, or a comment, leaves every run that
-did not execute that function cached, though lines below it moved.
+Line numbers of module and class bodies count where a program can see them: a frame's
+line is read (``sys._getframe().f_lineno``, ``inspect.currentframe()``, logging's
+``%(lineno)d``, a warning) only while Python code runs, so the digest of a body holds the
+line of every instruction during which Python code can run (a call, an import, a class
+statement, an operator; every instruction of a class body, whose namespace may be any
+mapping), not those of the instructions that only bind a name (``def`` without a
+decorator, a constant). So an edit inside one function, or a comment, leaves every run
+that did not execute that function cached while no call, import, class or decorator of
+a body comes after it; otherwise the runs that imported the file run again.
 
 Code objects are named by their path in the file's tree (``Outer.method#0``: the
 qualified name and its occurrence in a depth-first walk). A fingerprint is the map of
@@ -27,6 +32,7 @@ and takes the same digests: this module runs on both sides, so it is of the stan
 library only, in Python 3.10 syntax (see ``memotest/worker/__init__.py``).
 """
 
+import dis
 import hashlib
 import sys
 
@@ -34,6 +40,44 @@ CO_OPTIMIZED = 0x1
 CO_VARARGS = 0x4
 CO_VARKEYWORDS = 0x8
 COMPREHENSIONS = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
+#: The instructions of a module body during which no Python code can run (the module's
+#: namespace is a dict): while one runs, nothing can read the frame's line number.
+_QUIET = frozenset(
+    {
+        "NOP",
+        "RESUME",
+        "CACHE",
+        "LOAD_CONST",
+        "MAKE_FUNCTION",
+        "SET_FUNCTION_ATTRIBUTE",
+        "STORE_NAME",
+        "LOAD_NAME",
+        "PUSH_NULL",
+        "KW_NAMES",
+        "COPY",
+        "SWAP",
+        "BUILD_TUPLE",
+        "BUILD_MAP",
+        "BUILD_CONST_KEY_MAP",
+        "POP_TOP",
+        "EXTENDED_ARG",
+        "RETURN_VALUE",
+        "RETURN_CONST",
+    }
+)
+
+
+def _loud_lines(code):
+    """The line of every instruction of a body during which Python code can run (a call,
+    an import, a class statement, an operator): a frame read then (``sys._getframe``,
+    ``logging``'s ``%(lineno)d``, a warning) sees it. A class body's namespace may be
+    any mapping (``__prepare__``), so all its instructions count."""
+    module = code.co_name == "<module>"
+    return [
+        (i.offset, i.positions.lineno if hasattr(i, "positions") else i.starts_line)
+        for i in dis.get_instructions(code)
+        if not (module and i.opname in _QUIET)
+    ]
 
 
 def qualname(code):
@@ -95,6 +139,8 @@ def digest(code, lines):
         parts.append(repr(code.co_firstlineno))
         table = getattr(code, "co_linetable", None)
         parts.append(table.hex() if table is not None else code.co_lnotab.hex())
+    else:
+        parts.append(repr(_loud_lines(code)))
     return hashlib.blake2b(
         "\0".join(parts).encode("utf-8", "surrogatepass"), digest_size=16
     ).hexdigest()
