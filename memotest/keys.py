@@ -75,7 +75,7 @@ def target_key(
     env: tuple[dict[str, str | None], str] | None = None,
 ) -> TargetKey:
     """``env`` is :func:`env_key`'s result when the caller already has it."""
-    d = definition(target)
+    d = definition(target) | ({"services": sorted(settings.services)} if settings.services else {})
     values, env_hash = env if env is not None else env_key(settings, environ)
     return TargetKey(
         def_hash=digest(json.dumps(d, sort_keys=True)),
