@@ -47,6 +47,9 @@ class Settings:
     jobs: int | None = None
     pass_env: tuple[str, ...] = DEFAULT_PASS_ENV
     ignore: tuple[str, ...] = field(default_factory=default_ignore)
+    #: Endpoints outside the target's tree whose data the user vouches never changes a
+    #: result (``memotest/services.py``); part of every target's key.
+    services: tuple[str, ...] = ()
 
 
 @dataclass

@@ -154,7 +154,7 @@ def target_key(
 ) -> TargetKey:
     """``env`` is :func:`env_key`'s result when the caller already has it; ``shaping``
     is :func:`memotest.shaping.granted`'s."""
-    d = definition(target)
+    d = definition(target) | ({"services": sorted(settings.services)} if settings.services else {})
     values, env_hash = env if env is not None else env_key(settings, environ)
     values = dict(values)
     # The folder the target starts in, as ``os.getcwd()`` will name it.

@@ -121,6 +121,9 @@ OBSERVATION_KEYS = (
     "deleted",
     "loaded",
     "connects",
+    "listens",
+    "accepted",
+    "sockets",
 )
 
 
@@ -146,6 +149,12 @@ class Trace:
     deleted: set[str] = field(default_factory=set)
     loaded: set[str] = field(default_factory=set)
     connects: set[str] = field(default_factory=set)
+    #: The network beyond ``connects`` (``memotest/services.py``): endpoints the tree
+    #: served (``"TYPE ADDRESS"``), peers of other machines that reached it, and raw,
+    #: packet, netlink or other-family sockets it opened.
+    listens: set[str] = field(default_factory=set)
+    accepted: set[str] = field(default_factory=set)
+    sockets: set[str] = field(default_factory=set)
     processes: list[ProcessInfo] = field(default_factory=list)
     #: Paths the tree changed, mapped to its first change: ``N`` created (did not exist
     #: before), ``W`` written or ``D`` deleted (existed before). Tells what a directory

@@ -6,7 +6,9 @@ reading is in ``Trace.writes`` only), a kernel file system (``/proc``, ``/sys``,
 already dropped by the tracer), the store, the target's private TMPDIR, or matches an
 ``ignore`` pattern. Which paths of a trace are inputs of which kind, each kind says
 (``memotest/inputs/``). A result is not reusable when the trace is incomplete, when the
-target talked to a non-loopback address or deleted a file it did not create.
+target used the network beyond the servers its own tree started (``memotest/services.py``:
+an endpoint it did not serve and the user did not declare in ``services``) or deleted a
+file it did not create.
 
 The build's file-system snapshot (:func:`file_states`) leaves the ignored paths out of
 directory listings, by the same rules.
@@ -14,9 +16,8 @@ directory listings, by the same rules.
 
 from __future__ import annotations
 
-import ipaddress
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 from memotest.fingerprint import FileStates
 from memotest.inputs.registry import KINDS
 from memotest.model import Kind, Trace
+from memotest.services import network_reasons
 from memotest.store import STORE_DIR
 
 if TYPE_CHECKING:
@@ -109,29 +111,9 @@ class Ignore:
         return False
 
 
-def is_loopback(address: str) -> bool:
-    """Whether a ``connect`` address (as the shim writes it) stays on this machine."""
-    family, _, rest = address.partition(":")
-    if family == "unix":
-        return True
-    if family == "inet":
-        host = rest.rsplit(":", 1)[0]
-    elif family == "inet6":
-        host = rest.rsplit(":", 1)[0].strip("[]")
-    else:
-        return False
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
-    return ip.is_loopback
-
-
-def observe(trace: Trace, ignore: Ignore, *, allow_network: bool = False) -> Observations:
+def observe(trace: Trace, ignore: Ignore, *, services: Sequence[str] = ()) -> Observations:
     """Classifies a trace's observations into inputs and writes, and collects every reason
-    the result may not be reused."""
+    the result may not be reused. ``services``: the endpoints the user declared."""
     obs = Observations()
     why = obs.uncacheable
     if not trace.complete:
@@ -139,10 +121,9 @@ def observe(trace: Trace, ignore: Ignore, *, allow_network: bool = False) -> Obs
         who = f" (pid {first.pid}, {first.exe})" if first.pid else ""
         more = f" and {len(trace.incomplete) - 1} more" if len(trace.incomplete) > 1 else ""
         why.append(f"trace incomplete: {first.reason}{who}{more}")
-    if not allow_network:
-        remote = sorted(a for a in trace.connects if not is_loopback(a))
-        if remote:
-            why.append(f"connected to a non-loopback address: {remote[0]}")
+    why.extend(
+        network_reasons(trace.connects, trace.listens, trace.accepted, trace.sockets, services)
+    )
     written = trace.writes | trace.deleted
     obs.writes = sorted(p for p in written if not ignore(p))
     # Each seen before the tree changed it; a file an open created (``N``: absent before)

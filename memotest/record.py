@@ -38,17 +38,18 @@ def make_record(
     ignore: Sequence[str] | Ignore,
     root: Path,
     before: Mapping[str, Before] | None = None,
+    services: Sequence[str] = (),
 ) -> Record:
     """The record of a finished run: its inputs fingerprinted right after the run, its
     log and declared outputs put into the store's CAS, and whether it may be reused.
     ``before``: the files the target's last record rewrote, fingerprinted before this run
-    (:func:`snapshot`)."""
+    (:func:`snapshot`). ``services``: the endpoints the user declared (``settings.services``)."""
     assert outcome.trace is not None
     trace = outcome.trace
     if not isinstance(ignore, Ignore):
         ignore = Ignore(ignore, str(root))
     skip = ignore.also(str(root / STORE_DIR), outcome.workdir)
-    obs = observe(trace, skip)
+    obs = observe(trace, skip, services=services)
     dropped = False
     if plugins.manager().hook.memotest_is_input.get_hookimpls():
         n = len(obs.inputs)

@@ -158,6 +158,7 @@ class Step:
             ignore=self.ignore,
             root=self.root,
             before=before,
+            services=self.settings.services,
         )
         store.put(rec)
         if not rec.cacheable and outcome.status == "passed":

@@ -28,6 +28,9 @@ KEYS = [
     "deleted",
     "loaded",
     "connects",
+    "listens",
+    "accepted",
+    "sockets",
     "processes",
 ]
 
@@ -40,7 +43,7 @@ def test_json_has_exactly_the_documented_keys(tmp_path):
     t = trace("true")
     assert list(t) == KEYS
     assert t["exit_code"] == 0 and t["complete"] is True
-    for key in KEYS[4:13]:
+    for key in KEYS[4:16]:
         assert t[key] == sorted(t[key])
     proc = t["processes"][0]
     assert set(proc) == {"pid", "ppid", "exe", "argv", "cwd", "traced"}

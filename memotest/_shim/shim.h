@@ -112,7 +112,9 @@ int execveat(int dirfd, const char *path, char *const argv[], char *const envp[]
     X(execve) X(execvpe) X(fexecve) X(execveat) X(posix_spawn) X(posix_spawnp) \
     X(system) X(popen) X(chdir) X(fchdir) X(dlopen) X(dlclose) X(connect)      \
     X(glob) X(glob64) X(ftw) X(ftw64) X(nftw) X(nftw64) X(fts_read)            \
-    X(fts64_read)
+    X(fts64_read)                                                              \
+    X(sendto) X(sendmsg) X(sendmmsg) X(bind) X(listen) X(accept) X(accept4)    \
+    X(recvfrom) X(recvmsg) X(recvmmsg) X(socket) X(syscall) X(getaddrinfo)
 
 enum {
 #define SHIM_ENUM(f) SHIM_F_##f,

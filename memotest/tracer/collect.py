@@ -104,6 +104,12 @@ def build_trace(
                 trace.loaded.add(path)
         elif op == "C":
             trace.connects.add(ev.path)
+        elif op == "B":
+            trace.listens.add(ev.path)
+        elif op == "A":
+            trace.accepted.add(ev.path)
+        elif op == "X":
+            trace.sockets.add(ev.path)
         elif op == "E":
             exec_paths.add(ev.path)
             if len(ev.fields) > 1:

@@ -19,8 +19,9 @@ from memotest.builtin.targets_file.syntax import Lines
 from memotest.config import Project, Settings, find_cycle, target_problems
 from memotest.errors import ConfigError
 from memotest.model import SourceLocation, Target
+from memotest.services import check_services
 
-SETTINGS_KEYS = {"jobs", "pass_env", "ignore"}
+SETTINGS_KEYS = {"jobs", "pass_env", "ignore", "services"}
 TARGET_KEYS = {
     "command",
     "cwd",
@@ -95,6 +96,10 @@ class Checker:
             s.pass_env = tuple(self.str_list(raw["pass_env"], (*keys, "pass_env")))
         if "ignore" in raw:
             s.ignore += tuple(self.str_list(raw["ignore"], (*keys, "ignore")))
+        if "services" in raw:
+            s.services = tuple(self.str_list(raw["services"], (*keys, "services")))
+            if bad := check_services(s.services):
+                raise self.fail((*keys, "services"), bad)
         return s
 
     def str_list(self, value: Any, keys: tuple[str, ...]) -> list[str]:
