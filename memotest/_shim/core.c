@@ -208,6 +208,7 @@ static int op_dedups(char op)
     switch (op) {
     case 'R': case 'W': case 'N': case 'S': case 'M': case 'L': case 'D': case 'O':
     case 'C':
+    case 'U':
         return 1;
     default:
         return 0;

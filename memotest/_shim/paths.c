@@ -208,6 +208,8 @@ void shim_rec_open(int ok, int err, int dirfd, const char *path, int flags, int 
     }
     rd = (acc == O_RDONLY || acc == O_RDWR || acc == O_ACCMODE) && !(flags & O_TRUNC);
     wr = acc != O_RDONLY || (flags & (O_CREAT | O_TRUNC));
+    /* Without O_TRUNC an existing file keeps its bytes (O_APPEND, O_WRONLY, O_RDWR,
+     * pwrite, fallocate, a shared mapping all go through such an fd): `U`. */
     /* O_CREAT|O_EXCL succeeds only by making the entry; plain O_CREAT made it
      * if the path was absent just before. */
     created = (flags & O_CREAT) && ((flags & O_EXCL) || absent);
@@ -216,7 +218,7 @@ void shim_rec_open(int ok, int err, int dirfd, const char *path, int flags, int 
     if (rd)
         shim_emit_path((flags & O_DIRECTORY) ? 'S' : 'R', abs);
     if (wr)
-        shim_emit_path(created ? 'N' : 'W', abs);
+        shim_emit_path(created ? 'N' : (flags & O_TRUNC) ? 'W' : 'U', abs);
 }
 
 int shim_fopen_flags(const char *mode)
