@@ -43,6 +43,7 @@
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -112,7 +113,8 @@ int execveat(int dirfd, const char *path, char *const argv[], char *const envp[]
     X(execve) X(execvpe) X(fexecve) X(execveat) X(posix_spawn) X(posix_spawnp) \
     X(system) X(popen) X(chdir) X(fchdir) X(dlopen) X(dlclose) X(connect)      \
     X(glob) X(glob64) X(ftw) X(ftw64) X(nftw) X(nftw64) X(fts_read)            \
-    X(fts64_read)
+    X(fts64_read)                                                              \
+    X(shm_open) X(shm_unlink) X(sem_open) X(sem_unlink)
 
 enum {
 #define SHIM_ENUM(f) SHIM_F_##f,
@@ -215,6 +217,12 @@ int shim_fopen_flags(const char *mode) SHIM_HIDDEN;
             errno = e_;                                                        \
         }                                                                      \
     } while (0)
+
+/* ---- /proc and /dev (procfs.c) */
+/* shim_emit_path of a path under /proc or /dev: the record names the file a
+ * magic link in it names (/proc/self/cwd/x, /proc/PID/fd/N, /dev/fd/N,
+ * /dev/stdin...), when there is one. Its own frame: stack only when taken. */
+void shim_emit_magic(char op, const char *abs) SHIM_HIDDEN;
 
 /* ---- exec (exec.c) */
 int shim_environ_ensure(void) SHIM_HIDDEN; /* setenv our variables if missing */

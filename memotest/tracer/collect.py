@@ -27,11 +27,19 @@ from memotest.tracer.log import Event
 from memotest.tracer.procwatch import Seen
 
 PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
+#: Under a pseudo root, but real files: ``/dev/shm`` is a tmpfs (POSIX shared memory and
+#: semaphores, and any file a program puts there).
+REAL_UNDER_PSEUDO = ("/dev/shm",)
 ABSENT_ERRNOS = {str(errno.ENOENT), str(errno.ENOTDIR)}
 
 
 def is_pseudo(path: str) -> bool:
-    """Paths of kernel file systems, which are never inputs."""
+    """Paths of kernel file systems, which are never inputs. A path that names a real file
+    through ``/proc`` or ``/dev`` (``/proc/self/cwd/x``, ``/dev/fd/3``, ``/dev/stdin``) has
+    already been rewritten by the shim to the file it names (``_shim/procfs.c``); what is
+    left there names no file (a pipe, a socket, a terminal, kernel state)."""
+    if any(path == r or path.startswith(r + "/") for r in REAL_UNDER_PSEUDO):
+        return False
     return any(path == r or path.startswith(r + "/") for r in PSEUDO_ROOTS)
 
 
