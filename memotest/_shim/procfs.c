@@ -88,31 +88,6 @@ static int dev_alias(const char *p, char *out)
     return -1;
 }
 
-/* Collapse "//" and "." (the same normalization as paths.c, whose helper is
- * static there); in place. */
-static void squeeze(char *p)
-{
-    char *r = p, *w = p + 1, *s;
-    size_t n;
-    while (*r) {
-        while (*r == '/')
-            r++;
-        if (*r == '\0')
-            break;
-        s = r;
-        while (*r && *r != '/')
-            r++;
-        n = (size_t)(r - s);
-        if (n == 1 && s[0] == '.')
-            continue;
-        if (w[-1] != '/')
-            *w++ = '/';
-        memmove(w, s, n);
-        w += n;
-    }
-    *w = '\0';
-}
-
 /* `abs` itself, or the path a magic link in it names, in out[SHIM_PATHBUF]. */
 static const char *magic_path(char op, const char *abs, char *out)
 {
@@ -145,7 +120,7 @@ static const char *magic_path(char op, const char *abs, char *out)
         return abs;
     memmove(out + tlen, p + n, rest + 1); /* p may be out itself */
     memcpy(out, target, tlen);
-    squeeze(out);
+    shim_normalize(out);
     return out;
 }
 
@@ -196,15 +171,21 @@ int shm_open(const char *name, int oflag, mode_t mode)
     return fd;
 }
 
-int shm_unlink(const char *name)
+/* `D` of the /dev/shm file of a successful unlink. */
+static void unlink_post(int r, const char *prefix, const char *name)
 {
     char path[SHIM_PATHBUF];
-    int r = REAL(shm_unlink)(name);
-    if (shim_on() && shm_name("/dev/shm/", name, path) == 0) {
-        int e = errno;
+    int e = errno;
+    if (shm_name(prefix, name, path) == 0)
         shim_rec_res(r == 0, e, 'D', AT_FDCWD, path);
-        errno = e;
-    }
+    errno = e;
+}
+
+int shm_unlink(const char *name)
+{
+    int r = REAL(shm_unlink)(name);
+    if (shim_on())
+        unlink_post(r, "/dev/shm/", name);
     return r;
 }
 
@@ -240,12 +221,8 @@ sem_t *sem_open(const char *name, int oflag, ...)
 
 int sem_unlink(const char *name)
 {
-    char path[SHIM_PATHBUF];
     int r = REAL(sem_unlink)(name);
-    if (shim_on() && shm_name("/dev/shm/sem.", name, path) == 0) {
-        int e = errno;
-        shim_rec_res(r == 0, e, 'D', AT_FDCWD, path);
-        errno = e;
-    }
+    if (shim_on())
+        unlink_post(r, "/dev/shm/sem.", name);
     return r;
 }

@@ -188,6 +188,8 @@ int shim_abspath_base(const char *base, const char *path, char *out) SHIM_HIDDEN
  * cannot be read, -2 when it names no path (pipe, socket, anon inode). */
 int shim_fdpath(int fd, char *out) SHIM_HIDDEN;
 int shim_getcwd(char *out, size_t size) SHIM_HIDDEN; /* 0 or -1 */
+/* Collapse "//" and "." components, strip a trailing '/', keep ".."; in place. */
+void shim_normalize(char *p) SHIM_HIDDEN;
 
 /* Record `op` for (dirfd, path); nothing for a NULL or empty path. */
 void shim_rec(char op, int dirfd, const char *path) SHIM_HIDDEN;
