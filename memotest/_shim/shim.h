@@ -114,7 +114,18 @@ int execveat(int dirfd, const char *path, char *const argv[], char *const envp[]
     X(system) X(popen) X(chdir) X(fchdir) X(dlopen) X(dlclose) X(connect)      \
     X(glob) X(glob64) X(ftw) X(ftw64) X(nftw) X(nftw64) X(fts_read)            \
     X(fts64_read)                                                              \
-    X(shm_open) X(shm_unlink) X(sem_open) X(sem_unlink)
+    X(shm_open) X(shm_unlink) X(sem_open) X(sem_unlink)                        \
+    X(getpwnam) X(getpwuid) X(getpwnam_r) X(getpwuid_r) X(getpwent)            \
+    X(getpwent_r) X(getgrnam) X(getgrgid) X(getgrnam_r) X(getgrgid_r)          \
+    X(getgrent) X(getgrent_r) X(getgrouplist) X(initgroups) X(getspnam)        \
+    X(getspnam_r) X(gethostbyname) X(gethostbyname2) X(gethostbyname_r)        \
+    X(gethostbyname2_r) X(gethostbyaddr) X(gethostbyaddr_r) X(gethostent)      \
+    X(getaddrinfo) X(getnameinfo) X(getservbyname) X(getservbyport)            \
+    X(getservbyname_r) X(getservbyport_r) X(getservent) X(getprotobyname)      \
+    X(getprotobynumber) X(getprotoent) X(getnetbyname) X(getnetbyaddr)         \
+    X(tzset) X(localtime) X(localtime_r) X(gmtime) X(gmtime_r) X(mktime)       \
+    X(timelocal) X(timegm) X(ctime) X(ctime_r) X(strftime) X(strftime_l)       \
+    X(wcsftime) X(setlocale) X(newlocale) X(iconv_open)
 
 enum {
 #define SHIM_ENUM(f) SHIM_F_##f,
