@@ -157,8 +157,9 @@ class Trace:
     sockets: set[str] = field(default_factory=set)
     processes: list[ProcessInfo] = field(default_factory=list)
     #: Paths the tree changed, mapped to its first change: ``N`` created (did not exist
-    #: before), ``W`` written or ``D`` deleted (existed before). Tells what a directory
-    #: listed by the target held before the target changed it.
+    #: before), ``W`` replaced, ``U`` changed in place (content kept: appended, written
+    #: without truncation, mode or times changed) or ``D`` deleted (existed before). Tells
+    #: what a directory listed by the target held before the target changed it.
     first_change: dict[str, str] = field(default_factory=dict)
     started_ns: int = 0
     finished_ns: int = 0

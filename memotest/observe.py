@@ -2,8 +2,9 @@
 traced), which are written, and every reason the result may not be reused.
 
 An observation is an input unless it is the target's own doing (a path it wrote before
-reading is in ``Trace.writes`` only), a kernel file system (``/proc``, ``/sys``, ``/dev``,
-already dropped by the tracer), the store, the target's private TMPDIR, or matches an
+reading is in ``Trace.writes`` only), a kernel file system (``/proc``, ``/sys``, ``/dev``
+but ``/dev/shm``, already dropped by the tracer, which names the files reached through
+them), the store, the target's private TMPDIR, or matches an
 ``ignore`` pattern. Which paths of a trace are inputs of which kind, each kind says
 (``memotest/inputs/``). A result is not reusable when the trace is incomplete, when the
 target used the network beyond the servers its own tree started (``memotest/services.py``:

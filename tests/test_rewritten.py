@@ -8,6 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from conftest import memotest
 from test_build import build, project, statuses
 
@@ -139,3 +140,68 @@ def test_a_file_created_read_write_was_not_read_before(tmp_path):
     assert statuses(data) == {"atomic": "passed"}
     assert "not cached" not in out, out
     assert statuses(build(root)[2]) == {"atomic": "cached"}
+
+
+APPEND_THEN_READ = """
+[targets.grow]
+command = ["sh", "-c", "echo run >> log; n=$(wc -l < log); echo lines $n; test $n -lt 3"]
+"""
+
+
+def test_a_file_appended_to_then_read_is_an_input_the_run_changed(tmp_path):
+    """``>>`` keeps what the file held: the count read back depends on it. Each run sees one
+    more line, the second fails; replaying the first result would hide that."""
+    root = project(tmp_path, APPEND_THEN_READ, {"log": "old\n"})
+    code, out, data = build(root, "-v")
+    assert code == 0 and statuses(data) == {"grow": "passed"}, out
+    assert "log was read and then written by the target" in out, out
+    code, out, data = build(root, "-v")
+    assert code == 1 and statuses(data) == {"grow": "failed"}, out
+    assert "lines 3" in out, out
+
+
+IN_PLACE = f"""
+[targets.patch]
+command = ["{sys.executable}", "patch.py"]
+"""
+
+PATCH_IN_PLACE = """
+import os
+import sys
+
+how = open("how").read().strip()
+if how == "wronly":  # O_WRONLY without O_TRUNC: the bytes after the first stay
+    fd = os.open("data", os.O_WRONLY)
+    os.write(fd, b"A")
+    os.close(fd)
+elif how == "truncate":  # longer: the old bytes stay, zeros follow
+    os.truncate("data", 8)
+elif how == "chmod":
+    os.chmod("data", 0o644)
+elif how == "replace":  # O_TRUNC: nothing of before survives
+    open("data", "w").write("Axx")
+print(open("data", "rb").read())
+sys.exit(1 if open("data", "rb").read().startswith(b"Abad") else 0)
+"""
+
+
+@pytest.mark.parametrize("how", ["wronly", "truncate", "chmod"])
+def test_a_file_changed_in_place_then_read_is_an_input(tmp_path, how):
+    """A write that keeps earlier content (no ``O_TRUNC``, a longer ``truncate``, a mode
+    change), then a read: what was there before decides the result."""
+    root = project(tmp_path, IN_PLACE, {"patch.py": PATCH_IN_PLACE, "how": how, "data": "xok"})
+    code, out, data = build(root, "-v")
+    assert code == 0 and statuses(data) == {"patch": "passed"}, out
+    (root / "data").write_text("xbad")
+    code, out, data = build(root, "-v")
+    # Ran again (not replayed): only the in-place write turns "xbad" into "Abad".
+    assert statuses(data) == {"patch": "failed" if how == "wronly" else "passed"}, out
+
+
+def test_a_file_replaced_before_it_is_read_stays_an_output(tmp_path):
+    root = project(
+        tmp_path, IN_PLACE, {"patch.py": PATCH_IN_PLACE, "how": "replace", "data": "xok"}
+    )
+    assert statuses(build(root)[2]) == {"patch": "passed"}
+    (root / "data").write_text("xbad")
+    assert statuses(build(root)[2]) == {"patch": "cached"}

@@ -208,6 +208,7 @@ static int op_dedups(char op)
     switch (op) {
     case 'R': case 'W': case 'N': case 'S': case 'M': case 'L': case 'D': case 'O':
     case 'C':
+    case 'U':
     case 'B': case 'A': case 'X': /* the network: net.c */
         return 1;
     default:
@@ -253,6 +254,10 @@ void shim_emit(char op, pid_t pid, int nfields, const char *const *fields)
 void shim_emit_path(char op, const char *abs)
 {
     const char *f[1];
+    if (SHIM_UNLIKELY(abs[0] == '/' && (abs[1] == 'p' || abs[1] == 'd'))) {
+        shim_emit_magic(op, abs); /* /proc/self/cwd/x, /dev/fd/N... (procfs.c) */
+        return;
+    }
     f[0] = abs;
     shim_emit(op, 0, 1, f);
 }

@@ -440,8 +440,11 @@ static void rename_post(int r, int olddirfd, const char *oldpath, int newdirfd,
     if (r == 0) {
         /* RENAME_EXCHANGE swaps two files that both stay. */
         int made = !(flags & RENAME_EXCHANGE) && ((flags & RENAME_NOREPLACE) || absent);
-        shim_rec((flags & RENAME_EXCHANGE) ? 'W' : 'D', olddirfd, oldpath);
-        shim_rec(made ? 'N' : 'W', newdirfd, newpath);
+        /* RENAME_EXCHANGE: each name now holds what the other held before the run,
+         * which a later read sees (`U`, not a replacement). */
+        int x = (flags & RENAME_EXCHANGE) != 0;
+        shim_rec(x ? 'U' : 'D', olddirfd, oldpath);
+        shim_rec(made ? 'N' : x ? 'U' : 'W', newdirfd, newpath);
     } else if (e == EEXIST || e == ENOTEMPTY) {
         shim_rec('S', olddirfd, oldpath);
         shim_rec('S', newdirfd, newpath);
@@ -580,14 +583,14 @@ int symlinkat(const char *target, int newdirfd, const char *linkpath)
 int truncate(const char *path, off_t length)
 {
     int r = REAL(truncate)(path, length);
-    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    SHIM_LOOKUP(r == 0, length == 0 ? 'W' : 'U', AT_FDCWD, path);
     return r;
 }
 
 int truncate64(const char *path, off64_t length)
 {
     int r = REAL(truncate64)(path, length);
-    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    SHIM_LOOKUP(r == 0, length == 0 ? 'W' : 'U', AT_FDCWD, path);
     return r;
 }
 
@@ -647,35 +650,35 @@ char *mkdtemp(char *tmpl)
 int chmod(const char *path, mode_t mode)
 {
     int r = REAL(chmod)(path, mode);
-    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    SHIM_LOOKUP(r == 0, 'U', AT_FDCWD, path);
     return r;
 }
 
 int lchmod(const char *path, mode_t mode)
 {
     int r = REAL(lchmod)(path, mode);
-    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    SHIM_LOOKUP(r == 0, 'U', AT_FDCWD, path);
     return r;
 }
 
 int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
 {
     int r = REAL(fchmodat)(dirfd, path, mode, flags);
-    SHIM_LOOKUP(r == 0, 'W', dirfd, path);
+    SHIM_LOOKUP(r == 0, 'U', dirfd, path);
     return r;
 }
 
 int chown(const char *path, uid_t owner, gid_t group)
 {
     int r = REAL(chown)(path, owner, group);
-    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    SHIM_LOOKUP(r == 0, 'U', AT_FDCWD, path);
     return r;
 }
 
 int lchown(const char *path, uid_t owner, gid_t group)
 {
     int r = REAL(lchown)(path, owner, group);
-    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    SHIM_LOOKUP(r == 0, 'U', AT_FDCWD, path);
     return r;
 }
 
@@ -684,9 +687,9 @@ int fchownat(int dirfd, const char *path, uid_t owner, gid_t group, int flags)
     SHIM_LAUNDER(path);
     int r = REAL(fchownat)(dirfd, path, owner, group, flags);
     if (path != NULL && path[0] == '\0' && (flags & AT_EMPTY_PATH))
-        FD_POST(r == 0, 'W', dirfd);
+        FD_POST(r == 0, 'U', dirfd);
     else
-        SHIM_LOOKUP(r == 0, 'W', dirfd, path);
+        SHIM_LOOKUP(r == 0, 'U', dirfd, path);
     return r;
 }
 
@@ -697,9 +700,9 @@ int utimensat(int dirfd, const char *path, const struct timespec times[2], int f
     SHIM_LAUNDER(path);
     int r = REAL(utimensat)(dirfd, path, times, flags);
     if (path == NULL)
-        FD_POST(r == 0, 'W', dirfd);
+        FD_POST(r == 0, 'U', dirfd);
     else
-        SHIM_LOOKUP(r == 0, 'W', dirfd, path);
+        SHIM_LOOKUP(r == 0, 'U', dirfd, path);
     return r;
 }
 
@@ -708,30 +711,30 @@ int futimesat(int dirfd, const char *path, const struct timeval times[2])
     SHIM_LAUNDER(path);
     int r = REAL(futimesat)(dirfd, path, times);
     if (path == NULL)
-        FD_POST(r == 0, 'W', dirfd);
+        FD_POST(r == 0, 'U', dirfd);
     else
-        SHIM_LOOKUP(r == 0, 'W', dirfd, path);
+        SHIM_LOOKUP(r == 0, 'U', dirfd, path);
     return r;
 }
 
 int utimes(const char *path, const struct timeval times[2])
 {
     int r = REAL(utimes)(path, times);
-    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    SHIM_LOOKUP(r == 0, 'U', AT_FDCWD, path);
     return r;
 }
 
 int lutimes(const char *path, const struct timeval times[2])
 {
     int r = REAL(lutimes)(path, times);
-    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    SHIM_LOOKUP(r == 0, 'U', AT_FDCWD, path);
     return r;
 }
 
 int utime(const char *path, const struct utimbuf *times)
 {
     int r = REAL(utime)(path, times);
-    SHIM_LOOKUP(r == 0, 'W', AT_FDCWD, path);
+    SHIM_LOOKUP(r == 0, 'U', AT_FDCWD, path);
     return r;
 }
 

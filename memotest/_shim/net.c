@@ -401,6 +401,7 @@ int getaddrinfo(const char *node, const char *service, const struct addrinfo *hi
 {
     int r = REAL(getaddrinfo)(node, service, hints, res);
     unsigned char buf[sizeof(struct in6_addr)];
+    shim_note_getaddrinfo(); /* the files glibc consulted: libcfiles.c */
     SHIM_LAUNDER(node);
     if (node == NULL || *node == '\0' || inet_pton(AF_INET, node, buf) == 1 ||
         inet_pton(AF_INET6, node, buf) == 1)

@@ -50,7 +50,7 @@ int shim_fdpath(int fd, char *out)
 
 /* Collapse "//" and "." components and strip the trailing '/'; keep "..".
  * p starts with '/'; the result is never longer, so it is done in place. */
-static void normalize(char *p)
+void shim_normalize(char *p)
 {
     char *r = p, *w = p + 1, *s;
     size_t n;
@@ -82,7 +82,7 @@ static int join(char *out, const char *path)
     }
     out[blen] = '/';
     memcpy(out + blen + 1, path, plen + 1);
-    normalize(out);
+    shim_normalize(out);
     return 0;
 }
 
@@ -95,7 +95,7 @@ int shim_abspath(int dirfd, const char *path, char *out)
             return -1;
         }
         memcpy(out, path, plen + 1);
-        normalize(out);
+        shim_normalize(out);
         return 0;
     }
     if (dirfd == AT_FDCWD) {
@@ -143,7 +143,7 @@ void shim_rec_fd(char op, int fd)
     char abs[SHIM_PATHBUF];
     int r = shim_fdpath(fd, abs);
     if (r == 0) {
-        normalize(abs);
+        shim_normalize(abs);
         shim_emit_path(op, abs);
     } else if (r == -1) {
         shim_info("cannot resolve a file descriptor");
@@ -208,6 +208,8 @@ void shim_rec_open(int ok, int err, int dirfd, const char *path, int flags, int 
     }
     rd = (acc == O_RDONLY || acc == O_RDWR || acc == O_ACCMODE) && !(flags & O_TRUNC);
     wr = acc != O_RDONLY || (flags & (O_CREAT | O_TRUNC));
+    /* Without O_TRUNC an existing file keeps its bytes (O_APPEND, O_WRONLY, O_RDWR,
+     * pwrite, fallocate, a shared mapping all go through such an fd): `U`. */
     /* O_CREAT|O_EXCL succeeds only by making the entry; plain O_CREAT made it
      * if the path was absent just before. */
     created = (flags & O_CREAT) && ((flags & O_EXCL) || absent);
@@ -216,7 +218,7 @@ void shim_rec_open(int ok, int err, int dirfd, const char *path, int flags, int 
     if (rd)
         shim_emit_path((flags & O_DIRECTORY) ? 'S' : 'R', abs);
     if (wr)
-        shim_emit_path(created ? 'N' : 'W', abs);
+        shim_emit_path(created ? 'N' : (flags & O_TRUNC) ? 'W' : 'U', abs);
 }
 
 int shim_fopen_flags(const char *mode)

@@ -43,6 +43,7 @@
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -114,7 +115,19 @@ int execveat(int dirfd, const char *path, char *const argv[], char *const envp[]
     X(glob) X(glob64) X(ftw) X(ftw64) X(nftw) X(nftw64) X(fts_read)            \
     X(fts64_read)                                                              \
     X(sendto) X(sendmsg) X(sendmmsg) X(bind) X(listen) X(accept) X(accept4)    \
-    X(recvfrom) X(recvmsg) X(recvmmsg) X(socket) X(syscall) X(getaddrinfo)
+    X(recvfrom) X(recvmsg) X(recvmmsg) X(socket) X(syscall) X(getaddrinfo)     \
+    X(shm_open) X(shm_unlink) X(sem_open) X(sem_unlink)                        \
+    X(getpwnam) X(getpwuid) X(getpwnam_r) X(getpwuid_r) X(getpwent)            \
+    X(getpwent_r) X(getgrnam) X(getgrgid) X(getgrnam_r) X(getgrgid_r)          \
+    X(getgrent) X(getgrent_r) X(getgrouplist) X(initgroups) X(getspnam)        \
+    X(getspnam_r) X(gethostbyname) X(gethostbyname2) X(gethostbyname_r)        \
+    X(gethostbyname2_r) X(gethostbyaddr) X(gethostbyaddr_r) X(gethostent)      \
+    X(getnameinfo) X(getservbyname) X(getservbyport)                           \
+    X(getservbyname_r) X(getservbyport_r) X(getservent) X(getprotobyname)      \
+    X(getprotobynumber) X(getprotoent) X(getnetbyname) X(getnetbyaddr)         \
+    X(tzset) X(localtime) X(localtime_r) X(gmtime) X(gmtime_r) X(mktime)       \
+    X(timelocal) X(timegm) X(ctime) X(ctime_r) X(strftime) X(strftime_l)       \
+    X(wcsftime) X(setlocale) X(newlocale) X(iconv_open)
 
 enum {
 #define SHIM_ENUM(f) SHIM_F_##f,
@@ -188,6 +201,10 @@ int shim_abspath_base(const char *base, const char *path, char *out) SHIM_HIDDEN
  * cannot be read, -2 when it names no path (pipe, socket, anon inode). */
 int shim_fdpath(int fd, char *out) SHIM_HIDDEN;
 int shim_getcwd(char *out, size_t size) SHIM_HIDDEN; /* 0 or -1 */
+/* Collapse "//" and "." components, strip a trailing '/', keep ".."; in place. */
+void shim_normalize(char *p) SHIM_HIDDEN;
+/* libcfiles.c: records the files getaddrinfo consults (net.c wraps getaddrinfo). */
+void shim_note_getaddrinfo(void) SHIM_HIDDEN;
 
 /* Record `op` for (dirfd, path); nothing for a NULL or empty path. */
 void shim_rec(char op, int dirfd, const char *path) SHIM_HIDDEN;
@@ -217,6 +234,12 @@ int shim_fopen_flags(const char *mode) SHIM_HIDDEN;
             errno = e_;                                                        \
         }                                                                      \
     } while (0)
+
+/* ---- /proc and /dev (procfs.c) */
+/* shim_emit_path of a path under /proc or /dev: the record names the file a
+ * magic link in it names (/proc/self/cwd/x, /proc/PID/fd/N, /dev/fd/N,
+ * /dev/stdin...), when there is one. Its own frame: stack only when taken. */
+void shim_emit_magic(char op, const char *abs) SHIM_HIDDEN;
 
 /* ---- exec (exec.c) */
 int shim_environ_ensure(void) SHIM_HIDDEN; /* setenv our variables if missing */

@@ -1,9 +1,16 @@
 """Turns the shim's events and the poller's sightings into a :class:`Trace`.
 
-Three jobs: classify each path by what the tree did with it first (a file the tree wrote
-before reading is an output, not an input), pair every ``exec`` with the announcement of
-the new image (an image that never announced itself ran without the shim), and fold in
-the processes that polling saw but the shim never reported.
+Three jobs: classify each path by what the tree did with it first (a file the tree
+replaced before reading is an output, not an input; one it changed in place, ``U``, keeps
+what it held, so a read after the change is still a read of an input), pair every
+``exec`` with the announcement of the new image (an image that never announced itself ran
+without the shim), and fold in the processes that polling saw but the shim never reported.
+
+Order across processes: the shim writes a replacement's record (``W``, ``N``, ``D``)
+after the call made it, and a read's (``R``) after the open but before any byte is read,
+so a replacement logged before a read happened before that read's data, whatever the
+processes; a read logged first is a read of the input anyway. A change in place needs no
+order at all: the earlier content survives it, so every read of the file counts.
 """
 
 from __future__ import annotations
@@ -20,11 +27,19 @@ from memotest.tracer.log import Event
 from memotest.tracer.procwatch import Seen
 
 PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
+#: Under a pseudo root, but real files: ``/dev/shm`` is a tmpfs (POSIX shared memory and
+#: semaphores, and any file a program puts there).
+REAL_UNDER_PSEUDO = ("/dev/shm",)
 ABSENT_ERRNOS = {str(errno.ENOENT), str(errno.ENOTDIR)}
 
 
 def is_pseudo(path: str) -> bool:
-    """Paths of kernel file systems, which are never inputs."""
+    """Paths of kernel file systems, which are never inputs. A path that names a real file
+    through ``/proc`` or ``/dev`` (``/proc/self/cwd/x``, ``/dev/fd/3``, ``/dev/stdin``) has
+    already been rewritten by the shim to the file it names (``_shim/procfs.c``); what is
+    left there names no file (a pipe, a socket, a terminal, kernel state)."""
+    if any(path == r or path.startswith(r + "/") for r in REAL_UNDER_PSEUDO):
+        return False
     return any(path == r or path.startswith(r + "/") for r in PSEUDO_ROOTS)
 
 
@@ -86,10 +101,13 @@ def build_trace(
                 )
                 if op != "M" and ev.pid != root_pid:
                     elsewhere.add(path)
-        elif op in "WND":
+        elif op in "WNDU":
             path = clean(ev.path)
             if path is not None:
-                changed.add(path)
+                # ``U`` (changed in place) keeps what the file held: reads after it still
+                # see the content from before the run, so they stay reads.
+                if op != "U":
+                    changed.add(path)
                 trace.first_change.setdefault(path, op)
                 (trace.deleted if op == "D" else trace.writes).add(path)
         elif op == "L":

@@ -199,7 +199,7 @@ def project_reads(
         if (
             current
             and current not in refused
-            and ev.op in "RSMLWND"
+            and ev.op in "RSMLWNDU"
             and path.startswith(inside)
             and not (path + "/").startswith(tuple(roots))
         ):
