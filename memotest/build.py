@@ -141,6 +141,7 @@ class Build:
                 elif queue.ready:  # pragma: no cover - defensive: nothing running, nothing fits
                     raise RuntimeError("scheduler stalled")
             conflicts.rerun_hazards(queue.by_name, self.summary)
+            conflicts.recheck_replays(queue.by_name, self.summary)
         except KeyboardInterrupt:
             self.runner.abort()
             raise

@@ -6,7 +6,11 @@ loop, :meth:`Conflicts.order_edges` turns the last records of the targets that m
 is noted with what it read and wrote. After it, :meth:`Conflicts.rerun_hazards` finds the
 runs that overlapped where one wrote what the other observed: their results are not
 kept, they run again one at a time in serial order, and the edges are remembered in the
-store for the next builds.
+store for the next builds. Then :meth:`Conflicts.recheck_replays` re-checks every target
+replayed in this build whose recorded inputs a run of this build wrote (a stale target's
+writes are unknown until it runs: an edited target may now write what a cached one
+read); those that no longer hold run, after every run, and their result replaces the
+replayed one.
 """
 
 from __future__ import annotations
@@ -116,3 +120,47 @@ class Conflicts:
             summary.results = [r for r in summary.results if r.name != n]
             summary.results.append(result)
             plugins.call("memotest_after_target", config=config, target=t, result=result)
+
+    def recheck_replays(self, by_name: dict[str, Target], summary: Summary) -> None:
+        """Targets replayed in this build whose recorded inputs a run of it wrote, checked
+        again now that every run finished: those that no longer hold run, one at a time
+        in serial order, until no run writes what a replayed one read. Nothing to do (and
+        nothing done) in a build where nothing ran."""
+        if self.store is None or not self.runs:
+            return
+        written: set[str] = set()
+        for run in self.runs:
+            written |= run.footprint.writes | run.footprint.entry_dirs
+        config = self.step.config
+        while written:
+            paths = written | {os.path.dirname(p) for p in written}
+            self.step.states.forget(paths)
+            ids = self.store.fp_ids_of_paths(paths)
+            replayed = [r.name for r in summary.results if r.status == "cached"]
+            records = self.store.records(replayed)
+            touched = [
+                by_name[n]
+                for n in replayed
+                if n in records and not ids.isdisjoint(getattr(records[n].inputs, "ids", ()))
+            ]
+            written = set()
+            if not touched:
+                return
+            verdicts = self.step.check(touched, self.store)
+            stale = sorted(
+                (n for n, v in verdicts.items() if isinstance(v, Stale)), key=self.serial.get
+            )
+            for n in stale:
+                t = by_name[n]
+                self.step.snapshot(t, records[n])
+                outcome = self.step.run(t)
+                result = self.step.record(t, outcome, verdicts[n], self.store)
+                result.reason = (
+                    f"replayed, then re-run: {verdicts[n].reason}, written in this build"
+                )
+                summary.results = [r for r in summary.results if r.name != n]
+                summary.results.append(result)
+                plugins.call("memotest_after_target", config=config, target=t, result=result)
+                if outcome.trace is not None:
+                    fp = self.footprint(outcome.trace, outcome)
+                    written |= fp.writes | fp.entry_dirs

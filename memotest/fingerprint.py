@@ -9,15 +9,20 @@ against it.
 What it takes of a path, by what the path is:
 
 ``FILE``
-    xxh3-128 hex digest of the content, read in :data:`CHUNK_SIZE` chunks. When the path is
-    a symlink the link text is hashed too, so re-pointing a link is a change even when the
-    new target has the same content.
-``ABSENT``/``DIR``/``OTHER``
+    xxh3-128 of the content, read in :data:`CHUNK_SIZE` chunks, then ``:MODE:NLINK``, its
+    permission bits and link count (``memotest/observable.py`` says why). When the path is
+    a symlink the link text is hashed with the content, so re-pointing a link is a change
+    even when the new target has the same content.
+``DIR``
+    the permission bits, in octal; the link text if the path is a symlink (``link``).
+``ABSENT``/``OTHER``
     no digest (:data:`NO_DIGEST`): the fingerprint is the type of what is at the path.
 ``LISTING``
-    xxh3-128 of the directory's entry names (file-system bytes) sorted and joined by ``\\0``.
-    That byte string is exactly what the store keeps in its CAS for ``explain``, so the
-    listing digest is also the CAS address of the names.
+    xxh3-128 of the entry names (file-system bytes) sorted and joined by ``\\0``, then
+    ``\\0\\0`` and one type letter per entry (``d_type``). That byte string is what the
+    store keeps in its CAS for ``explain``, so the digest is also the CAS address of the
+    entries. A change of mode, link count or type moves a ``ctime`` (or the folder's
+    ``mtime``), so the stat fast path below still holds.
 
 The stat fast path: a stored :class:`Fingerprint` carries the stat signature
 (:class:`StatSig`) of what was hashed and ``verified_ns``, the wall clock just before it was
@@ -45,6 +50,7 @@ from typing import Any, NamedTuple
 import xxhash
 
 from memotest.model import Input, Kind, StatSig
+from memotest.observable import dir_digest, entry_letter, file_digest, listing_digest
 
 #: Timestamps this close to ``verified_ns`` (or later) can't be trusted: 2 s covers the
 #: coarsest common file systems (FAT's 2 s mtime, 1 s on ext3/HFS+/some NFS servers).
@@ -83,15 +89,16 @@ class Fingerprint(Input):
 
     ``sig``/``verified_ns``: the stat signature of what was hashed or listed and the wall
     clock (``time.time_ns()``) just before; ``None``/0 when unknown (always re-hashed).
-    ``link``: the symlink text when the path itself was a symlink (``FILE`` only).
-    ``names``: for ``LISTING``, the sorted entry names, so the store can save them for
-    ``explain``; not part of equality.
+    ``link``: the symlink text when the path itself was a symlink (``FILE``, ``DIR``,
+    ``LISTING``). ``names``/``types``: for ``LISTING``, the sorted entry names and their
+    type letters, so the store can save them for ``explain``; not part of equality.
     """
 
     sig: StatSig | None = None
     verified_ns: int = 0
     link: str | None = None
     names: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+    types: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def input(self) -> Input:
@@ -102,12 +109,6 @@ class Fingerprint(Input):
 def is_racy(sig: Sequence[int], verified_ns: int, window_ns: int = RACY_WINDOW_NS) -> bool:
     """Whether a signature ``(mtime_ns, size, ino, ctime_ns)`` is too recent to trust."""
     return max(sig[0], sig[3]) >= verified_ns - window_ns
-
-
-def listing_digest(names: Iterable[bytes]) -> tuple[str, bytes]:
-    """The digest and the CAS blob of a directory listing (names in file-system bytes)."""
-    blob = b"\0".join(sorted(names))
-    return xxhash.xxh3_128_hexdigest(blob), blob
 
 
 @dataclass
@@ -134,12 +135,14 @@ class Hashed(NamedTuple):
 
 
 class Listed(NamedTuple):
-    """A directory as listed: the digest of its names, the names, signature and clock."""
+    """A directory as listed: the digest of its entries, the names, signature and clock,
+    and the type letters of the names."""
 
     digest: str
     names: tuple[str, ...]
     sig: StatSig
     verified_ns: int
+    types: str = ""
 
 
 class FileStates:
@@ -289,6 +292,7 @@ class FileStates:
             h2 = xxhash.xxh3_128(digest.encode())
             h2.update(_LINK_MARK + os.fsencode(link))
             digest = h2.hexdigest()
+        digest = file_digest(digest, before)
         done = Hashed(digest, sig, verified, link)
         self._files[path] = done
         return done
@@ -303,7 +307,8 @@ class FileStates:
             verified = time.time_ns()
             before = os.stat(bpath)
             self.counters.listed[path] += 1
-            names = os.listdir(bpath)
+            with os.scandir(bpath) as it:
+                entries = [(e.name, entry_letter(e)) for e in it]
             after = os.stat(bpath)
             sig = StatSig.of(before)
             if sig == StatSig.of(after):
@@ -312,9 +317,12 @@ class FileStates:
             raise OSError(errno.EAGAIN, "directory kept changing while it was listed", path)
         if self.skip_entry is not None:
             skip = self.skip_entry
-            names = [n for n in names if not skip(os.path.join(path, os.fsdecode(n)))]
-        digest, _blob = listing_digest(names)
-        done = Listed(digest, tuple(os.fsdecode(n) for n in sorted(names)), sig, verified)
+            entries = [e for e in entries if not skip(os.path.join(path, os.fsdecode(e[0])))]
+        entries.sort()
+        types = "".join(t for _n, t in entries)
+        digest, _blob = listing_digest((n for n, _t in entries), types, self.readlink(path))
+        names = tuple(os.fsdecode(n) for n, _t in entries)
+        done = Listed(digest, names, sig, verified, types)
         self._listings[path] = done
         return done
 
@@ -353,7 +361,8 @@ class FileStates:
         mode = st.st_mode
         if _S_ISDIR(mode):
             if observed is not Kind.LISTING:
-                return Fingerprint(path, Kind.DIR, NO_DIGEST)
+                link = self.readlink(path)
+                return Fingerprint(path, Kind.DIR, dir_digest(st, link), link=link)
             sig = StatSig.of(st)
             known = self.known_lists.get(path)
             if (
@@ -370,8 +379,9 @@ class FileStates:
                 listed.digest,
                 listed.sig,
                 listed.verified_ns,
-                None,
+                self.readlink(path),
                 listed.names,
+                listed.types,
             )
         if _S_ISREG(mode):
             sig = StatSig.of(st)

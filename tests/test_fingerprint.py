@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 import time
 from pathlib import Path
 
@@ -50,6 +51,12 @@ def aged(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def file_digest(path: str | Path, data: bytes) -> str:
+    """A file's digest as ``memotest/observable.py`` makes it: content, mode, link count."""
+    st = os.stat(path)
+    return f"{xxhash.xxh3_128_hexdigest(data)}:{stat.S_IMODE(st.st_mode):o}:{st.st_nlink}"
+
+
 def fp(path: str | Path, kind: Kind = Kind.FILE) -> Fingerprint:
     return FileStates().fingerprint(str(path), kind)
 
@@ -58,7 +65,7 @@ def test_file_holds_until_content_changes(tmp_path: Path) -> None:
     p = write(tmp_path / "f.txt", "one\n")
     rec = fp(p)
     assert rec.kind is Kind.FILE
-    assert rec.digest == xxhash.xxh3_128_hexdigest(b"one\n")
+    assert rec.digest == file_digest(p, b"one\n")
     assert holds(FileStates(), rec)
     write(tmp_path / "f.txt", "two, longer\n")
     states = FileStates()
@@ -191,7 +198,7 @@ def test_dir_holds_until_it_is_not_a_directory(tmp_path: Path) -> None:
     d = tmp_path / "d"
     d.mkdir()
     rec = fp(d)
-    assert rec.kind is Kind.DIR and rec.digest == ""
+    assert rec.kind is Kind.DIR and rec.digest == f"{stat.S_IMODE(d.stat().st_mode):o}"
     write(d / "new", "")  # a DIR input does not care about entries
     assert holds(FileStates(), rec)
     (d / "new").unlink()
@@ -209,7 +216,7 @@ def test_listing_gained_and_lost_entries_are_named(tmp_path: Path) -> None:
     rec = fp(d, Kind.LISTING)
     assert rec.kind is Kind.LISTING
     assert rec.names == ("a.py", "b.py", "old.py")
-    assert rec.digest == xxhash.xxh3_128_hexdigest(b"a.py\0b.py\0old.py")
+    assert rec.digest == xxhash.xxh3_128_hexdigest(b"a.py\0b.py\0old.py\0\0fff")
     write(d / "a.py", "content changes do not change a listing")
     assert holds(FileStates(), rec)
     write(d / "c.py", "")
@@ -312,7 +319,7 @@ def test_fingerprint_is_a_snapshot_unless_fresh(tmp_path: Path) -> None:
     first = states.fingerprint(p)
     write(Path(p), "22")
     assert states.fingerprint(p).digest == first.digest  # the build's snapshot
-    assert states.fingerprint(p, fresh=True).digest == xxhash.xxh3_128_hexdigest(b"22")
+    assert states.fingerprint(p, fresh=True).digest == file_digest(p, b"22")
 
 
 def test_fingerprint_reuses_a_digest_that_held(aged: Path) -> None:
@@ -349,11 +356,11 @@ def test_fresh_fingerprint_after_an_edit_hashes_again(tmp_path: Path) -> None:
     backdate(p)  # even with the old mtime put back
     again = states.fingerprint(str(p), fresh=True)
     assert again.digest != first.digest
-    assert again.digest == xxhash.xxh3_128_hexdigest(b"two\n")
+    assert again.digest == file_digest(p, b"two\n")
 
 
 def test_big_file_hashed_in_chunks(tmp_path: Path) -> None:
     data = os.urandom(3 * (1 << 20) + 17)
     p = tmp_path / "big"
     p.write_bytes(data)
-    assert fp(p).digest == xxhash.xxh3_128_hexdigest(data)
+    assert fp(p).digest == file_digest(p, data)

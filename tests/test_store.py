@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -314,10 +315,15 @@ def observed_digest(path: str, kind: Kind) -> tuple[Kind, str] | None:
     if kind is Kind.ABSENT:
         return (Kind.ABSENT, "") if not os.path.lexists(path) else None
     if kind is Kind.LISTING:
-        names = sorted(os.listdir(os.fsencode(path)))
-        return Kind.LISTING, xxhash.xxh3_128_hexdigest(b"\0".join(names))
+        with os.scandir(os.fsencode(path)) as it:
+            entries = sorted((e.name, "d" if e.is_dir() else "f") for e in it)
+        types = "".join(t for _n, t in entries).encode()
+        blob = b"\0".join(n for n, _t in entries) + b"\0\0" + types
+        return Kind.LISTING, xxhash.xxh3_128_hexdigest(blob)
     with open(path, "rb") as f:
-        return Kind.FILE, xxhash.xxh3_128_hexdigest(f.read())
+        content = xxhash.xxh3_128_hexdigest(f.read())
+        st = os.fstat(f.fileno())
+    return Kind.FILE, f"{content}:{stat.S_IMODE(st.st_mode):o}:{st.st_nlink}"
 
 
 def test_sigkill_never_leaves_a_partial_record_or_a_wrong_hit(tmp_path: Path) -> None:

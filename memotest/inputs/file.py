@@ -2,9 +2,11 @@
 
 What the trace yields: every path the target read, stat'ed, executed or loaded before it
 wrote it (whatever it is: the fingerprint says whether it is a file, a directory or a
-special file). Its digest is the xxh3-128 of the content (``FileStates.hash_file``); when
-the path is a symlink the link text is hashed too, and the link is recorded, so that
-re-pointing a link is a change even when the new target has the same content.
+special file). Its digest is the xxh3-128 of the content mixed with the permission bits
+and link count (``FileStates.hash_file``, ``memotest/observable.py``: what a ``stat`` or
+an ``fstat`` of the open file shows); when the path is a symlink the link text is hashed
+too, and the link is recorded, so that re-pointing a link is a change even when the new
+target has the same content.
 
 Its check is the no-op build's hot path: one ``lstat`` (cached for the build), and no
 hashing while the stat signature is the recorded one and was not racily clean.
@@ -19,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from memotest.fingerprint import OPEN_FLAGS, UNREADABLE, FileStates, Fingerprint, Refresh
 from memotest.inputs.base import InputKind, refresh, type_word
 from memotest.model import Input, Kind, StatSig, Trace
+from memotest.observable import split_file_digest
 
 _S_ISREG = stat.S_ISREG
 _S_ISLNK = stat.S_ISLNK
@@ -103,6 +106,14 @@ class File(InputKind):
             os.close(os.open(recorded.path, OPEN_FLAGS))
         except OSError as e:
             return f"is unreadable ({e.strerror})"
+        now = states.stat(recorded.path) or st
+        _content, meta = split_file_digest(recorded.digest)
+        mode, nlink = f"{stat.S_IMODE(now.st_mode):o}", now.st_nlink
+        if meta is not None and meta != f"{mode}:{nlink}":
+            was_mode, _, was_nlink = meta.partition(":")
+            if was_mode != mode:
+                return f"mode changed from {was_mode} to {mode}"
+            return f"link count changed from {was_nlink} to {nlink}"
         return "content changed"
 
 

@@ -2,9 +2,12 @@
 
 What the trace yields: every folder the target listed, but one it created, listed and
 deleted (``absent``). Its digest is the xxh3-128 of the entry names (file-system bytes)
-sorted and joined by ``\\0``: exactly the bytes the store keeps in its CAS for
-``explain``, so the digest is also the CAS address of the names. Entries the build
-ignores (``FileStates.skip_entry``) are left out.
+sorted and joined by ``\\0``, then ``\\0\\0`` and each entry's type letter (``readdir``'s
+``d_type``: a name that turns from a file into a folder or a symlink is a change):
+exactly the bytes the store keeps in its CAS for ``explain``, so the digest is also the
+CAS address of the entries (``memotest/observable.py``). Entries the build ignores
+(``FileStates.skip_entry``) are left out. A listed folder that became a symbolic link to
+another is a change (``link``, as for ``dir``).
 
 A folder that changed while the target ran is recorded with the names it had before the
 run, when they can be told (:func:`listing_before_run`), and no signature: the next build
@@ -17,9 +20,18 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Sequence
 
-from memotest.fingerprint import FileStates, Fingerprint, Refresh, listing_digest
-from memotest.inputs.base import InputKind, changed_during_run, gained_lost, refresh, sig_holds
+from memotest.fingerprint import FileStates, Fingerprint, Refresh
+from memotest.inputs.base import (
+    InputKind,
+    changed_during_run,
+    gained_lost,
+    names_phrase,
+    refresh,
+    sig_holds,
+)
+from memotest.inputs.dir import link_change
 from memotest.model import CLOCK_SLACK_NS, Input, Kind, Trace
+from memotest.observable import listing_digest, split_listing, type_letter
 
 
 class Listing(InputKind):
@@ -40,10 +52,13 @@ class Listing(InputKind):
         if now.kind is not Kind.LISTING and now.kind is not Kind.ABSENT:
             why.append(f"{path} was listed but is no longer a directory")
         if now.kind is Kind.LISTING and now.sig and now.sig.touched_since(trace.started_ns):
-            names, change = listing_before_run(path, trace, states.skip_entry, trace.started_ns)
-            if names is not None:
-                digest, _ = listing_digest(os.fsencode(n) for n in names)
-                now = Fingerprint(path, Kind.LISTING, digest, None, 0, None, tuple(names))
+            got, change = listing_before_run(path, trace, states.skip_entry, trace.started_ns)
+            if got is not None:
+                names, types = [n for n, _t in got], "".join(t for _n, t in got)
+                digest, _ = listing_digest((os.fsencode(n) for n in names), types, now.link)
+                now = Fingerprint(
+                    path, Kind.LISTING, digest, None, 0, now.link, tuple(names), types
+                )
             if change:
                 why.append(change)
             return now, why
@@ -59,7 +74,7 @@ class Listing(InputKind):
         link: str | None,
     ) -> bool | Refresh:
         st = states.stat(path)
-        if st is None or not stat.S_ISDIR(st.st_mode):
+        if st is None or not stat.S_ISDIR(st.st_mode) or states.readlink(path) != link:
             return False
         if sig_holds(states, st, sig, verified_ns):
             return True
@@ -81,36 +96,46 @@ class Listing(InputKind):
     ) -> str | None:
         if not stat.S_ISDIR(st.st_mode):
             return "is no longer a directory"
+        linked = link_change(states, recorded)
+        if linked:
+            return linked
+        types = None
         if names is None and isinstance(recorded, Fingerprint):
-            names = recorded.names
+            names, types = recorded.names, recorded.types
         if names is None:
-            names = recorded_names(states, recorded.digest)
+            names, types = recorded_entries(states, recorded.digest)
         current = states.listing_names(recorded.path)
         if names is None or current is None:
             return "directory entries changed"
         old, new = set(names), set(current)
-        return gained_lost(sorted(new - old), sorted(old - new), "", "") or (
-            "directory entries changed"
-        )
+        gained = gained_lost(sorted(new - old), sorted(old - new), "", "")
+        if gained or types is None:
+            return gained or "directory entries changed"
+        now = dict(zip(current, states.list_dir(recorded.path).types, strict=False))
+        retyped = sorted(n for n, t in zip(names, types, strict=False) if now.get(n, t) != t)
+        if retyped:
+            return names_phrase("entries changed type", retyped)
+        return "directory entries changed"
 
 
-def recorded_names(states: FileStates, digest: str) -> list[str] | None:
-    """The entry names a listing had, from the store's CAS (where its digest names them),
-    if the build can read it."""
+def recorded_entries(states: FileStates, digest: str) -> tuple[list[str] | None, str | None]:
+    """The entry names a listing had and their type letters, from the store's CAS (where
+    its digest names them), if the build can read it."""
     if states.blobs is None:
-        return None
+        return None, None
     try:
         blob = states.blobs(digest)
     except Exception:
-        return None
-    return [os.fsdecode(n) for n in blob.split(b"\0")] if blob else []
+        return None, None
+    return split_listing(blob)
 
 
 def listing_before_run(
     path: str, trace: Trace, skip: Callable[[str], bool] | None, started_ns: int
-) -> tuple[list[str] | None, str | None]:
-    """For a listed directory that changed while the target ran: the entry names it had
-    before the run (what the target saw), or why that cannot be known.
+) -> tuple[list[tuple[str, str]] | None, str | None]:
+    """For a listed directory that changed while the target ran: the entries it had before
+    the run (what the target saw: names and type letters, sorted), or why that cannot be
+    known.
 
     Entries the tree created itself are taken out (the target did not see them; a later
     build will see them and run it again, which is right: its own leftovers are part of
@@ -127,8 +152,10 @@ def listing_before_run(
     def skipped(entry: str) -> bool:
         return skip is not None and skip(entry)
 
+    # An entry the tree deleted first and did not put back: its type is unknown ("?"),
+    # but such a run is not reusable anyway (it deleted a file it did not create).
     before = [
-        os.path.basename(p)
+        (os.path.basename(p), "?")
         for p, op in first.items()
         if op == "D"
         and os.path.dirname(p) == path
@@ -139,17 +166,20 @@ def listing_before_run(
         entry = os.path.join(path, name)
         if skipped(entry) or first.get(entry) == "N":
             continue
-        if entry not in trace.writes:
-            try:
-                st = os.lstat(entry)
-            except OSError:
-                return None, f"directory {path} changed while the target ran"
-            # A folder's ctime moves when its own entries change, which this listing does
-            # not show; a file's moves when it is created (or written).
-            if not stat.S_ISDIR(st.st_mode) and st.st_ctime_ns >= started_ns - CLOCK_SLACK_NS:
-                return None, f"{entry} appeared or changed while the target ran"
-        before.append(name)
-    return sorted(before), None
+        try:
+            st = os.lstat(entry)
+        except OSError:
+            return None, f"directory {path} changed while the target ran"
+        # A folder's ctime moves when its own entries change, which this listing does
+        # not show; a file's moves when it is created (or written).
+        if (
+            entry not in trace.writes
+            and not stat.S_ISDIR(st.st_mode)
+            and st.st_ctime_ns >= started_ns - CLOCK_SLACK_NS
+        ):
+            return None, f"{entry} appeared or changed while the target ran"
+        before.append((name, type_letter(st.st_mode)))
+    return sorted(before, key=lambda e: os.fsencode(e[0])), None
 
 
 KIND = Listing()

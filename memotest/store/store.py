@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memotest.fingerprint import listing_digest
 from memotest.model import Input
+from memotest.observable import listing_digest, split_listing
 from memotest.store import records, schema
 from memotest.store.blobs import CAS_DIR, LocalBlobStore
 from memotest.store.errors import StoreError
@@ -163,7 +163,10 @@ class Store:
         for inp in inputs:
             names = getattr(inp, "names", None)
             if names is not None:
-                digest, blob = listing_digest(os.fsencode(n) for n in names)
+                types = getattr(inp, "types", None)
+                digest, blob = listing_digest(
+                    (os.fsencode(n) for n in names), types, getattr(inp, "link", None)
+                )
                 if digest == inp.digest and not self.has_blob(digest):
                     self.put_blob(blob)
 
@@ -265,7 +268,7 @@ class Store:
             blob = self.read_blob(digest)
         except (OSError, ValueError, StoreError):
             return None
-        return [os.fsdecode(n) for n in blob.split(b"\0")] if blob else []
+        return split_listing(blob)[0]
 
     # -- housekeeping -------------------------------------------------------------------
 
