@@ -113,12 +113,9 @@ def is_racy(sig: Sequence[int], verified_ns: int, window_ns: int = RACY_WINDOW_N
 
 @dataclass
 class Counters:
-    """What a :class:`FileStates` did, per path; tests and benchmarks read these.
-
-    ``stat_calls`` counts the path-based stat system calls made to fill the stat cache
-    (``lstat``, plus ``stat``/``readlink`` for symlinks); ``hashed`` the files read and
-    hashed; ``listed`` the directories listed.
-    """
+    """What a :class:`FileStates` did, per path (tests and benchmarks read these): the
+    path-based stat calls made to fill the stat cache (``lstat``, plus ``stat``/``readlink``
+    for symlinks), the files read and hashed, the directories listed."""
 
     stat_calls: Counter[str] = field(default_factory=Counter)
     hashed: Counter[str] = field(default_factory=Counter)

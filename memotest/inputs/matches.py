@@ -22,10 +22,11 @@ import os
 import stat
 from collections.abc import Sequence
 
-from memotest.fingerprint import FileStates, Fingerprint, Refresh, listing_digest
+from memotest.fingerprint import FileStates, Fingerprint, Refresh
 from memotest.inputs.base import InputKind, names_phrase
 from memotest.inputs.listing import recorded_names
 from memotest.model import Input, Kind
+from memotest.observable import listing_digest
 
 
 def matches(pattern: str, skip: object = None) -> list[str]:
