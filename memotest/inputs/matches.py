@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 from memotest.fingerprint import FileStates, Fingerprint, Refresh
 from memotest.inputs.base import InputKind, names_phrase
-from memotest.inputs.listing import recorded_names
+from memotest.inputs.listing import recorded_entries
 from memotest.model import Input, Kind
 from memotest.observable import listing_digest
 
@@ -71,7 +71,7 @@ class Matches(InputKind):
         if names is None and isinstance(recorded, Fingerprint):
             names = recorded.names
         if names is None:
-            names = recorded_names(states, recorded.digest)
+            names = recorded_entries(states, recorded.digest)[0]
         now = matches(recorded.path, states.skip_entry)
         if names is None:
             return "the paths matching it changed"
