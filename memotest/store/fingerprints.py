@@ -81,7 +81,8 @@ class InputList(Sequence[Fingerprint]):
     """A record's inputs as fingerprint ids, turned into fingerprints on first access.
 
     ``ids`` is the sorted ``array('I')`` of ``fps.id``; the planner works on it directly.
-    Materializing needs the store that loaded it to still be open.
+    Materializing needs the store that loaded it to still be open; ids whose row is gone
+    are left out.
     """
 
     def __init__(self, ids: array[int], table: FingerprintTable) -> None:
@@ -94,10 +95,10 @@ class InputList(Sequence[Fingerprint]):
             if self._table is None:  # pragma: no cover - defensive
                 raise StoreError("the store these inputs came from is gone")
             rows = self._table.rows(self.ids)
-            missing = [i for i in self.ids if i not in rows]
-            if missing:
-                raise StoreError(f"record references {len(missing)} missing fingerprint(s)")
-            items = [FpRow._make(rows[i]).fingerprint() for i in self.ids]
+            # A fingerprint missing from the store (damage) is left out here: such a
+            # record is never fresh (the planner checks the ids), so what is listed is
+            # only ever shown or used to order runs.
+            items = [FpRow._make(rows[i]).fingerprint() for i in self.ids if i in rows]
             items.sort(key=lambda f: (f.path, f.kind.value, f.digest))
             self._items = items
             self._table = None
@@ -141,12 +142,20 @@ class FingerprintTable:
     """The ``paths`` and ``fps`` tables of an open store, with their caches.
 
     ``db`` gives the store's connection; ``mutex`` is the store's lock, held around every
-    use of the connection and the caches.
+    use of the connection and the caches; ``guard`` is the store's way of calling what reads
+    the database (:mod:`memotest.store.damage`: a damaged one is set aside or reported),
+    used by :meth:`rows`, which lazy inputs call outside any other method of the store.
     """
 
-    def __init__(self, db: Callable[[], sqlite3.Connection], mutex: threading.RLock) -> None:
+    def __init__(
+        self,
+        db: Callable[[], sqlite3.Connection],
+        mutex: threading.RLock,
+        guard: Callable[[str, Callable[[], Any]], Any] | None = None,
+    ) -> None:
         self._db = db
         self._mutex = mutex
+        self._guard = guard or (lambda _what, fn: fn())
         self._path_ids: dict[str, int] | None = None
         self._fp_index: dict[tuple[int, str, str], _Entry] = {}
         self._rows: dict[int, tuple[Any, ...]] = {}
@@ -224,6 +233,15 @@ class FingerprintTable:
         Cached for the store's life (and kept current by this store's own writes).
         """
         wanted = ids if isinstance(ids, (set, frozenset)) else set(ids)
+        rows: dict[int, tuple[Any, ...]] = self._guard(
+            "reading fingerprints", lambda: self._load_rows(wanted)
+        )
+        if len(wanted) == len(rows):
+            return rows
+        return {i: rows[i] for i in wanted if i in rows}
+
+    def _load_rows(self, wanted: set[int] | frozenset[int]) -> dict[int, tuple[Any, ...]]:
+        """The cache of rows, holding every row of ``wanted`` that exists."""
         with self._mutex:
             rows = self._rows
             missing = [i for i in wanted if i not in rows] if not self._rows_complete else []
@@ -242,9 +260,7 @@ class FingerprintTable:
                         (json.dumps(missing),),
                     ):
                         rows[r[0]] = r
-            if len(wanted) == len(rows):
-                return rows
-            return {i: rows[i] for i in wanted if i in rows}
+            return rows
 
     def refresh(self, updates: Mapping[int, tuple[Sequence[int], int]]) -> int:
         """Store new ``(sig, verified_ns)`` of fingerprints re-hashed and found to hold, in

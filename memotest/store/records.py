@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memotest.model import Input
+from memotest.store.damage import Garbled
 from memotest.store.fingerprints import FingerprintTable, InputList
 from memotest.store.outputs import split_output
 
@@ -112,30 +113,41 @@ def select(conn: sqlite3.Connection, wanted: Iterable[str] | None) -> list[tuple
 
 def from_rows(rows: Iterable[tuple[Any, ...]], fps: FingerprintTable) -> dict[str, Record]:
     """The records of rows of :func:`select`, by name; their ``inputs`` are lazy
-    :class:`~memotest.store.fingerprints.InputList` objects over ``fps``."""
+    :class:`~memotest.store.fingerprints.InputList` objects over ``fps``. A row that does
+    not decode raises :class:`~memotest.store.damage.Garbled`."""
     out: dict[str, Record] = {}
     for r in rows:
-        out[r[0]] = Record(
-            name=r[0],
-            recorder=r[1],
-            def_hash=r[2],
-            definition=json.loads(r[3]),
-            env_hash=r[4],
-            env=json.loads(r[5]),
-            status=r[6],
-            exit_code=r[7],
-            duration=r[8],
-            started_ns=r[9],
-            finished_ns=r[10],
-            cacheable=bool(r[11]),
-            uncacheable_reason=r[12],
-            inputs=InputList(_decode_ids(r[13]), fps),
-            writes=_decode_paths(r[14]),
-            log_digest=r[15],
-            outputs=json.loads(r[16]),
-            rewritten=_decode_paths(r[17]),
-        )
+        try:
+            out[r[0]] = _from_row(r, fps)
+        except (ValueError, TypeError, KeyError, IndexError, OverflowError, zlib.error) as exc:
+            raise Garbled(f"record {r[0]!r} does not decode: {exc}") from None
     return out
+
+
+def _from_row(r: tuple[Any, ...], fps: FingerprintTable) -> Record:
+    rec = Record(
+        name=r[0],
+        recorder=r[1],
+        def_hash=r[2],
+        definition=json.loads(r[3]),
+        env_hash=r[4],
+        env=json.loads(r[5]),
+        status=r[6],
+        exit_code=r[7],
+        duration=r[8],
+        started_ns=r[9],
+        finished_ns=r[10],
+        cacheable=bool(r[11]),
+        uncacheable_reason=r[12],
+        inputs=InputList(_decode_ids(r[13]), fps),
+        writes=_decode_paths(r[14]),
+        log_digest=r[15],
+        outputs=json.loads(r[16]),
+        rewritten=_decode_paths(r[17]),
+    )
+    if not (isinstance(rec.definition, dict) and isinstance(rec.outputs, dict)):
+        raise TypeError("definition and outputs must be objects")
+    return rec
 
 
 def insert(conn: sqlite3.Connection, record: Record, ids: Iterable[int]) -> None:
