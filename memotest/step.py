@@ -167,7 +167,7 @@ class Step:
                 before=before,
             )
             store.put(rec)
-        except (StoreError, OSError) as exc:  # the run stands: never run it twice for this
+        except (StoreError, OSError, UnicodeError) as exc:  # the run stands: never run it twice
             result.note = f"not cached: the store failed to record it: {exc}"
             return result
         if not rec.cacheable and outcome.status == "passed":

@@ -13,11 +13,16 @@ under the same signature: :func:`memotest.fingerprint.is_racy`).
 :class:`FingerprintTable` keeps two caches, valid because only the build holding the lock
 writes: the write index (path -> id, (path_id, kind, digest) -> (id, sig, verified_ns)),
 loaded on the first write, and the rows read by id, kept current by this store's own writes.
+
+Paths are bytes on Linux: a path (or a symlink's text) that is not UTF-8, held as ``str``
+with lone surrogates (``os.fsdecode``), is stored as a BLOB of its bytes, since SQLite's
+text is UTF-8 (:func:`to_db`, :func:`from_db`); every other one as the text it always was.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from array import array
@@ -179,7 +184,7 @@ class FingerprintTable:
             path = inp.path
             pid = path_ids.get(path) or done.paths.get(path)
             if pid is None:
-                pid = _insert_path(conn, path)
+                pid = _insert_path(conn, to_db(path))
                 done.paths[path] = pid
             kind = Kind(inp.kind).value
             key = (pid, kind, inp.digest)
@@ -191,7 +196,7 @@ class FingerprintTable:
                 cur = conn.execute(
                     "INSERT INTO fps(path_id, kind, digest, link, mtime_ns, size, ino, "
                     "ctime_ns, verified_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (pid, kind, inp.digest, link, *(sig or (None,) * 4), verified),
+                    (pid, kind, inp.digest, to_db(link), *(sig or (None,) * 4), verified),
                 )
                 fid = cur.lastrowid
                 assert fid is not None
@@ -218,7 +223,9 @@ class FingerprintTable:
         if self._path_ids is not None:
             return self._path_ids
         conn = self._db()
-        path_ids = self._path_ids = dict(conn.execute("SELECT path, id FROM paths"))
+        path_ids = self._path_ids = {
+            from_db(p): i for p, i in conn.execute("SELECT path, id FROM paths")
+        }
         index = self._fp_index
         index.clear()
         for fid, pid, kind, digest, m, s, i, c, v in conn.execute(
@@ -250,7 +257,7 @@ class FingerprintTable:
                 total = conn.execute("SELECT count(*) FROM fps").fetchone()[0]
                 if len(missing) * 4 >= total:
                     # Rows this store refreshed are newer than the table's: keep them.
-                    fetched = {r[0]: r for r in conn.execute(_SELECT).fetchall()}
+                    fetched = {r[0]: _text_row(r) for r in conn.execute(_SELECT).fetchall()}
                     fetched.update(rows)
                     self._rows = rows = fetched
                     self._rows_complete = True
@@ -259,7 +266,7 @@ class FingerprintTable:
                         _SELECT + " WHERE f.id IN (SELECT value FROM json_each(?))",
                         (json.dumps(missing),),
                     ):
-                        rows[r[0]] = r
+                        rows[r[0]] = _text_row(r)
             return rows
 
     def refresh(self, updates: Mapping[int, tuple[Sequence[int], int]]) -> int:
@@ -287,13 +294,21 @@ class FingerprintTable:
         wanted = list(dict.fromkeys(paths))
         if not wanted:
             return set()
+        stored = [to_db(p) for p in wanted]
+        texts = [p for p in stored if isinstance(p, str)]
+        sql = "SELECT f.id FROM fps f JOIN paths p ON p.id = f.path_id WHERE p.path"
         with self._mutex:
-            rows = self._db().execute(
-                "SELECT f.id FROM fps f JOIN paths p ON p.id = f.path_id "
-                "WHERE p.path IN (SELECT value FROM json_each(?))",
-                (json.dumps(wanted),),
-            )
-            return {r[0] for r in rows}
+            conn = self._db()
+            ids = {
+                r[0]
+                for r in conn.execute(
+                    sql + " IN (SELECT value FROM json_each(?))", (json.dumps(texts),)
+                )
+            }
+            for raw in stored:
+                if isinstance(raw, bytes):
+                    ids.update(r[0] for r in conn.execute(sql + " = ?", (raw,)))
+            return ids
 
 
 def storable_updates(
@@ -326,7 +341,30 @@ def digests_of_kinds(conn: sqlite3.Connection, kinds: Iterable[str]) -> set[str]
     }
 
 
-def _insert_path(conn: sqlite3.Connection, path: str) -> int:
+def to_db(text: str | None) -> str | bytes | None:
+    """A path (or a symlink's text) as stored: itself when it is UTF-8, else its bytes."""
+    if text is None:
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(text)
+    return text
+
+
+def from_db(value: str | bytes | None) -> str | None:
+    """A stored path as memotest holds it (:func:`to_db` undone)."""
+    return os.fsdecode(value) if isinstance(value, bytes) else value
+
+
+def _text_row(r: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An ``fps`` row (:data:`_SELECT`) with its path and link as ``str``."""
+    if type(r[1]) is str and type(r[4]) is not bytes:
+        return r
+    return (r[0], from_db(r[1]), *r[2:4], from_db(r[4]), *r[5:])
+
+
+def _insert_path(conn: sqlite3.Connection, path: str | bytes | None) -> int:
     try:
         cur = conn.execute("INSERT INTO paths(path) VALUES (?)", (path,))
     except sqlite3.IntegrityError:  # pragma: no cover - the cache said it was new

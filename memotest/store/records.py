@@ -27,7 +27,7 @@ from typing import Any
 
 from memotest.model import Input
 from memotest.store.damage import Garbled
-from memotest.store.fingerprints import FingerprintTable, InputList
+from memotest.store.fingerprints import FingerprintTable, InputList, from_db, to_db
 from memotest.store.outputs import split_output
 
 #: The statuses a record can have; only ``passed`` results are reused.
@@ -138,7 +138,7 @@ def _from_row(r: tuple[Any, ...], fps: FingerprintTable) -> Record:
         started_ns=r[9],
         finished_ns=r[10],
         cacheable=bool(r[11]),
-        uncacheable_reason=r[12],
+        uncacheable_reason=from_db(r[12]),
         inputs=InputList(_decode_ids(r[13]), fps),
         writes=_decode_paths(r[14]),
         log_digest=r[15],
@@ -170,7 +170,7 @@ def insert(conn: sqlite3.Connection, record: Record, ids: Iterable[int]) -> None
             int(record.started_ns),
             int(record.finished_ns),
             int(bool(record.cacheable)),
-            record.uncacheable_reason,
+            to_db(record.uncacheable_reason),
             _encode_ids(unique),
             _encode_paths(sorted(set(record.writes))),
             record.log_digest,
