@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from memotest import __version__
 from memotest.commands import build, explain, graph, show, trace
 from memotest.errors import UsageError
+from memotest.textsafe import safe_streams
 
 COMMANDS = (build, explain, show, graph, trace)
 
@@ -36,6 +37,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    safe_streams()  # a path that is not UTF-8 is printed with a backslash escape
     try:
         parser = make_parser()  # loads the plugins, which may be wrong
         args = parser.parse_args(argv)

@@ -5,11 +5,16 @@ holds, and otherwise runs the command under the tracer and records it: the same
 :class:`~memotest.step.Step` as a build's targets, with the same target hooks. It holds
 the store's lock only while checking and while recording, never while the command runs,
 so that ``make -j`` or parallel tox envs sharing one store still run side by side.
+
+A damaged store is handled as a build handles it (:mod:`memotest.store.damage`): set
+aside, and the command runs. Once the command ran, a store that fails to record it never
+makes it run again: its result is returned, not cached, with the reason in ``note``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,14 +22,14 @@ from typing import BinaryIO
 
 from memotest import plugins
 from memotest.config import Project, Settings
-from memotest.model import Target
+from memotest.model import Outcome, Target
 from memotest.observe import file_states
-from memotest.plan import Fresh
+from memotest.plan import Fresh, Stale
 from memotest.plugins import Config
 from memotest.report import TargetResult
 from memotest.runner import Runner
 from memotest.step import Step
-from memotest.store import Store
+from memotest.store import Store, StoreError
 from memotest.tracer.warm.pool import WorkerPool
 
 LOCK_TIMEOUT = 600.0
@@ -107,18 +112,15 @@ def _replay_or_run(
         if isinstance(verdict, Fresh):
             rec = verdict.record
             replayed = step.replay(target, rec, store)
-            after_target(step.config, target, replayed)
-            return MemoResult(
-                target.name, rec.status, rec.exit_code, True, replayed.log, rec.duration
-            )
+            if replayed is not None:
+                after_target(step.config, target, replayed)
+                return MemoResult(
+                    target.name, rec.status, rec.exit_code, True, replayed.log, rec.duration
+                )
+    reason = step.unreplayable.get(target.name) or verdict.reason
     step.snapshot(target, verdict.record)
     outcome = step.run(target, tee=tee, unkeyed_env=unkeyed_env)
-    if outcome.trace is None:
-        result = step.record(target, outcome, verdict, None)
-    else:
-        with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT) as store:
-            result = step.record(target, outcome, verdict, store)
-            store.gc_if_due()
+    result = _record(step, target, outcome, verdict, root)
     after_target(step.config, target, result)
     return MemoResult(
         target.name,
@@ -127,10 +129,29 @@ def _replay_or_run(
         False,
         outcome.log,
         outcome.duration,
-        reason=verdict.reason,
+        reason=reason,
         note=result.note,
         streamed=tee is not None,
     )
+
+
+def _record(
+    step: Step, target: Target, outcome: Outcome, verdict: Fresh | Stale, root: Path
+) -> TargetResult:
+    """The run's result, recorded in the store if it can be: a store that cannot be
+    opened again, or fails while recording, leaves the result standing, not cached."""
+    if outcome.trace is None:
+        return step.record(target, outcome, verdict, None)
+    try:
+        with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT) as store:
+            result = step.record(target, outcome, verdict, store)
+            with contextlib.suppress(StoreError, OSError):
+                store.gc_if_due()  # housekeeping: the next call does it if this one fails
+            return result
+    except (StoreError, OSError) as exc:
+        result = step.record(target, outcome, verdict, None)
+        result.note = f"not cached: the store failed to record it: {exc}"
+        return result
 
 
 def after_target(config: Config, target: Target, result: TargetResult) -> None:

@@ -9,6 +9,8 @@ import json
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
+from memotest.textsafe import printable
+
 STATUSES = ("passed", "failed", "cached", "timeout", "error", "skipped")
 
 
@@ -103,16 +105,18 @@ def write_junit(summary: Summary, path: str) -> None:
             suite,
             "testcase",
             classname="memotest",
-            name=_xml_text(r.name),
+            name=printable(r.name),
             time=f"{r.duration:.3f}",
         )
         log = _xml_text(r.log.decode("utf-8", "replace"))
         if r.status == "failed":
             ET.SubElement(case, "failure", message=f"exit code {r.exit_code}").text = log
         elif r.status in ("timeout", "error"):
-            ET.SubElement(case, "error", message=_xml_text(r.reason or r.status)).text = log
+            ET.SubElement(
+                case, "error", message=_xml_text(printable(r.reason or r.status))
+            ).text = log
         elif r.status == "skipped":
-            ET.SubElement(case, "skipped", message=_xml_text(r.reason or "skipped"))
+            ET.SubElement(case, "skipped", message=_xml_text(printable(r.reason or "skipped")))
         elif r.status == "cached":
             props = ET.SubElement(case, "properties")
             ET.SubElement(props, "property", name="cached", value="true")

@@ -8,12 +8,17 @@ takes a target at a time:
 
 * :meth:`Step.check`: fresh or stale (:func:`memotest.plan.plan`; in one batch, so that
   a no-op build validates each distinct path once);
-* :meth:`Step.replay`: a fresh target's declared outputs restored, its log read back;
+* :meth:`Step.replay`: a fresh target's declared outputs restored, its log read back (or
+  None when the store cannot give them back: a damaged blob never yields a hit, the
+  target runs instead);
 * :meth:`Step.snapshot`: before a stale target runs, the files its last run read and then
   rewrote, as they are now (:func:`memotest.rewritten.snapshot`);
 * :meth:`Step.run`: the target under the tracer (``memotest_before_target`` first; a
   ``flaky`` target is tried again while it fails);
 * :meth:`Step.record`: the run's record put into the store.
+
+A store that fails while a target's result is recorded never undoes the run: the result
+stands, not cached, with the reason (:meth:`Step.record`), so no caller runs it twice.
 
 The store is an argument of each method rather than held: ``run_memoized`` holds the
 store's lock only while checking and while recording, never while the command runs, so
@@ -41,7 +46,7 @@ from memotest.report import TargetResult
 from memotest.rewritten import Before, snapshot
 from memotest.runner import Runner
 from memotest.shaping import granted
-from memotest.store import STORE_DIR, Record, Store
+from memotest.store import STORE_DIR, Record, Store, StoreError
 
 #: How many times a ``flaky`` target runs before its failure stands.
 FLAKY_ATTEMPTS = 3
@@ -82,6 +87,8 @@ class Step:
         self.shaping = granted(settings, code_level=code_level)
         #: Per target about to run: the files its last run rewrote, as they were before.
         self.before: dict[str, dict[str, Before]] = {}
+        #: Per fresh target that could not be replayed: why (it runs instead).
+        self.unreplayable: dict[str, str] = {}
 
     def key(self, target: Target) -> TargetKey:
         return keymod.target_key(target, self.settings, env=self.env, shaping=self.shaping)
@@ -93,10 +100,16 @@ class Step:
         tkeys = {t.name: self.key(t) for t in targets}
         return plan(targets, tkeys, store, self.states, force=self.force)
 
-    def replay(self, target: Target, record: Record, store: Store) -> TargetResult:
-        """A fresh target's result, its declared outputs restored."""
-        store.restore_outputs(record.outputs, target.cwd)
-        log = store.read_blob(record.log_digest) if record.log_digest else b""
+    def replay(self, target: Target, record: Record, store: Store) -> TargetResult | None:
+        """A fresh target's result, its declared outputs restored; None when they or its
+        log cannot be given back as recorded (a damaged or missing blob, an output that
+        cannot be written): then the target must run, and :meth:`record` says why."""
+        try:
+            store.restore_outputs(record.outputs, target.cwd)
+            log = store.read_blob(record.log_digest) if record.log_digest else b""
+        except (StoreError, OSError) as exc:
+            self.unreplayable[target.name] = f"its stored result cannot be replayed: {exc}"
+            return None
         return TargetResult(target.name, "cached", record.duration, record.exit_code, log=log)
 
     def snapshot(self, target: Target, last: Record | None) -> None:
@@ -132,6 +145,7 @@ class Step:
         """The result of a run, its record put into ``store`` (none without a store, nor
         for a run that left no trace or was interrupted)."""
         reason = verdict.reason if isinstance(verdict, Stale) else None
+        reason = self.unreplayable.pop(target.name, reason)
         before = self.before.pop(target.name, None)
         result = TargetResult(
             target.name,
@@ -149,18 +163,22 @@ class Step:
         self.states.forget(trace.writes | trace.deleted)
         if store is None:
             return result
-        rec = make_record(
-            target,
-            outcome,
-            key=self.key(target),
-            states=self.states,
-            store=store,
-            ignore=self.ignore,
-            root=self.root,
-            before=before,
-            services=self.settings.services,
-        )
-        store.put(rec)
+        try:
+            rec = make_record(
+                target,
+                outcome,
+                key=self.key(target),
+                states=self.states,
+                store=store,
+                ignore=self.ignore,
+                root=self.root,
+                before=before,
+                services=self.settings.services,
+            )
+            store.put(rec)
+        except (StoreError, OSError, UnicodeError) as exc:  # the run stands: never run it twice
+            result.note = f"not cached: the store failed to record it: {exc}"
+            return result
         if not rec.cacheable and outcome.status == "passed":
             result.note = f"not cached: {rec.uncacheable_reason}"
         return result

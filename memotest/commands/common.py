@@ -6,14 +6,18 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from memotest import plugins
 from memotest.config import Project, Settings
 from memotest.errors import ConfigError, UsageError
-from memotest.store import STORE_DIR, Record, Store, StoreError, StoreLocked
+from memotest.store import STORE_DIR, Record, Store, StoreDamaged, StoreError, StoreLocked
 
 LOCK_WAIT = 600.0
+
+T = TypeVar("T")
 
 
 def add_file_option(p: argparse.ArgumentParser) -> None:
@@ -34,20 +38,36 @@ def add_file_option(p: argparse.ArgumentParser) -> None:
 
 
 def open_store(project: Project, *, lock: bool) -> Store:
-    """Opens the project's store; a build waits (saying so) for another build's lock."""
+    """Opens the project's store; a build waits (saying so) for another build's lock.
+
+    With ``lock`` a damaged store is set aside and made anew; without it, it raises
+    :class:`~memotest.store.StoreDamaged` (a usage error: exit 2, saying how to fix it),
+    as does any later read of a damaged part."""
+    return _with_lock(lambda timeout: Store.open(project.root, lock=lock, lock_timeout=timeout))
+
+
+def wipe_store(project: Project) -> None:
+    """Deletes the project's store, whatever is there (``memotest clean``), waiting (saying
+    so) for another build's lock."""
+    _with_lock(lambda timeout: Store.wipe(project.root, lock_timeout=timeout))
+
+
+def _with_lock(call: Callable[[float], T]) -> T:
     try:
         try:
-            return Store.open(project.root, lock=lock, lock_timeout=0)
+            return call(0)
         except StoreLocked as exc:
             print(f"memotest: {exc}; waiting for it to finish...", file=sys.stderr)
             t0 = time.monotonic()
-            store = Store.open(project.root, lock=lock, lock_timeout=LOCK_WAIT)
+            done = call(LOCK_WAIT)
             print(f"memotest: got the lock after {time.monotonic() - t0:.1f}s", file=sys.stderr)
-            return store
+            return done
+    except StoreDamaged:
+        raise
     except StoreLocked as exc:
         raise UsageError(str(exc)) from None
-    except StoreError as exc:
-        raise UsageError(f"the store in {project.root} cannot be used: {exc}") from None
+    except (StoreError, OSError) as exc:
+        raise UsageError(f"the store {STORE_DIR}/ cannot be used: {exc}") from None
 
 
 class Recorded:

@@ -7,7 +7,7 @@ import sys
 from collections import Counter
 
 from memotest.build import select
-from memotest.commands.common import add_file_option, load_or_recorded, open_store
+from memotest.commands.common import add_file_option, load_or_recorded, open_store, wipe_store
 from memotest.errors import UsageError
 from memotest.plugins import Config, load_project
 
@@ -108,17 +108,19 @@ def list_targets(args: argparse.Namespace) -> int:
 
 
 def clean(args: argparse.Namespace) -> int:
+    """Deletes the store, whatever is there, reading nothing in it (so it works on a
+    damaged one); with ``--gc``, opens it (setting a damaged part aside) and collects."""
     project = load_project(Config(args))
+    if not args.gc:
+        wipe_store(project)
+        print(f"removed the store of {project.path}")
+        return 0
     with open_store(project, lock=True) as store:
-        if args.gc:
-            before = store.size_bytes()
-            stats = store.gc()
-            print(
-                f"removed {stats.fingerprints} unused fingerprints, {stats.paths} paths and "
-                f"{stats.blobs} blobs; the store went from {before / 1e6:.1f} MB to "
-                f"{store.size_bytes() / 1e6:.1f} MB"
-            )
-            return 0
-        store.clean()
-    print(f"removed the store of {project.path}")
+        before = store.size_bytes()
+        stats = store.gc()
+        print(
+            f"removed {stats.fingerprints} unused fingerprints, {stats.paths} paths and "
+            f"{stats.blobs} blobs; the store went from {before / 1e6:.1f} MB to "
+            f"{store.size_bytes() / 1e6:.1f} MB"
+        )
     return 0

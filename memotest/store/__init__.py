@@ -22,7 +22,9 @@ The rooms, one module each:
 - :mod:`~memotest.store.blobs`: the content-addressed blobs behind a small interface
   (:class:`~memotest.store.blobs.BlobStore`), kept in ``cas/``;
 - :mod:`~memotest.store.outputs`: declared outputs, named in records and restored;
-- :mod:`~memotest.store.gc`: deleting what no record references.
+- :mod:`~memotest.store.gc`: deleting what no record references;
+- :mod:`~memotest.store.damage`: what a damaged store is, and how a build sets it aside
+  and goes on (a damaged store never yields a hit; ``memotest clean`` always works).
 
 Crash safety: a blob is visible under its digest only when complete, and is stored
 *before* the transaction of the record that references them; a record (its row, its
@@ -32,7 +34,7 @@ leaves a store with each record either absent or complete. One build writes at a
 (explain, show, list) open with ``lock=False`` and read through WAL snapshots.
 """
 
-from memotest.store.errors import CorruptBlob, StoreError, StoreLocked
+from memotest.store.errors import CorruptBlob, StoreDamaged, StoreError, StoreLocked
 from memotest.store.fingerprints import FpRow, InputList
 from memotest.store.gc import GC_MIN_PUTS, GcStats
 from memotest.store.outputs import EXECUTABLE_MARK, output_value, split_output
@@ -52,6 +54,7 @@ __all__ = [
     "InputList",
     "Record",
     "Store",
+    "StoreDamaged",
     "StoreError",
     "StoreLocked",
     "default_recorder",

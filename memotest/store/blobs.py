@@ -8,7 +8,8 @@ tag byte, ``P`` (plain) or ``Z`` (zlib, when it pays), then the content.
 Crash safety: a blob is written to a temporary file (``.tmp-...``), fsync'ed and renamed
 into place, and the folder is fsync'ed, so it is visible under its digest only when
 complete and survives a power loss; callers store blobs *before* the transaction of the
-record that references them. Reading verifies the digest (:class:`CorruptBlob`). Stray
+record that references them. Reading verifies the digest (:class:`CorruptBlob`); a file or a
+dangling symlink where a folder of blobs should be is deleted when a blob is written there. Stray
 temporary files of a killed writer are removed by :meth:`LocalBlobStore.sweep`.
 """
 
@@ -93,7 +94,7 @@ class LocalBlobStore:
         return digest
 
     def _write_atomic(self, dest: Path, chunks: Iterable[bytes]) -> None:
-        dest.parent.mkdir(parents=True, exist_ok=True)
+        _make_folder(dest.parent)
         tmp = dest.parent / f"{_TMP_PREFIX}{os.getpid()}-{threading.get_ident()}-{dest.name}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
         try:
@@ -112,7 +113,7 @@ class LocalBlobStore:
         _fsync_dir(dest.parent)  # the rename survives a power loss before the record's commit
 
     def put_file(self, path: str | os.PathLike[str]) -> str:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        _make_folder(self.dir)
         tmp = self.dir / f"{_TMP_PREFIX}{os.getpid()}-{threading.get_ident()}-{time.time_ns()}"
         h = xxhash.xxh3_128()
         try:
@@ -139,7 +140,7 @@ class LocalBlobStore:
             if dest.is_file():
                 os.unlink(tmp)
             else:
-                dest.parent.mkdir(exist_ok=True)
+                _make_folder(dest.parent)
                 os.replace(tmp, dest)
                 _fsync_dir(dest.parent)
         except BaseException:
@@ -149,19 +150,22 @@ class LocalBlobStore:
         return digest
 
     def read(self, digest: str) -> bytes:
-        raw = self.path(digest).read_bytes()
+        try:
+            raw = self.path(digest).read_bytes()
+        except (IsADirectoryError, NotADirectoryError):
+            raise CorruptBlob(f"blob {digest} is not a file", digest) from None
         tag, body = raw[:1], raw[1:]
         if tag == _BLOB_ZLIB:
             try:
                 data = zlib.decompress(body)
             except zlib.error as e:
-                raise CorruptBlob(f"blob {digest} is corrupt: {e}") from None
+                raise CorruptBlob(f"blob {digest} is corrupt: {e}", digest) from None
         elif tag == _BLOB_PLAIN:
             data = body
         else:
-            raise CorruptBlob(f"blob {digest} has an unknown format")
+            raise CorruptBlob(f"blob {digest} has an unknown format", digest)
         if xxhash.xxh3_128_hexdigest(data) != digest:
-            raise CorruptBlob(f"blob {digest} does not match its digest")
+            raise CorruptBlob(f"blob {digest} does not match its digest", digest)
         return data
 
     def sweep(self, keep: set[str]) -> tuple[int, int]:
@@ -185,6 +189,16 @@ class LocalBlobStore:
                 count += 1
                 size += n
         return count, size
+
+
+def _make_folder(path: Path) -> None:
+    """Make the folder ``path``, first deleting what is in its place (a file, a dangling
+    symlink: damage, and a blob store may delete what it finds among its own files)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        path.unlink()
+        path.mkdir(parents=True, exist_ok=True)
 
 
 def _compressible(data: bytes) -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memotest.errors import UsageError
+
 
 class StoreError(Exception):
     """The store can't be used as asked."""
@@ -21,5 +23,22 @@ class StoreLocked(StoreError):
         )
 
 
-class CorruptBlob(StoreError):
+#: What a message about a damaged store tells the user to do.
+FIX_HINT = "run `memotest clean` to remove it (a build sets it aside and starts a fresh one)"
+
+
+class StoreDamaged(StoreError, UsageError):
+    """The store is damaged and this user may not repair it (it has no build lock):
+    the message says what is wrong and how to fix it; exit status 2, no traceback."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        super().__init__(f"the store is damaged ({what}): {FIX_HINT}")
+
+
+class CorruptBlob(StoreDamaged):
     """A CAS blob does not hash to its name (disk corruption or tampering)."""
+
+    def __init__(self, what: str, digest: str = "") -> None:
+        self.digest = digest
+        super().__init__(what)

@@ -13,11 +13,16 @@ under the same signature: :func:`memotest.fingerprint.is_racy`).
 :class:`FingerprintTable` keeps two caches, valid because only the build holding the lock
 writes: the write index (path -> id, (path_id, kind, digest) -> (id, sig, verified_ns)),
 loaded on the first write, and the rows read by id, kept current by this store's own writes.
+
+Paths are bytes on Linux: a path (or a symlink's text) that is not UTF-8, held as ``str``
+with lone surrogates (``os.fsdecode``), is stored as a BLOB of its bytes, since SQLite's
+text is UTF-8 (:func:`to_db`, :func:`from_db`); every other one as the text it always was.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from array import array
@@ -81,7 +86,8 @@ class InputList(Sequence[Fingerprint]):
     """A record's inputs as fingerprint ids, turned into fingerprints on first access.
 
     ``ids`` is the sorted ``array('I')`` of ``fps.id``; the planner works on it directly.
-    Materializing needs the store that loaded it to still be open.
+    Materializing needs the store that loaded it to still be open; ids whose row is gone
+    are left out.
     """
 
     def __init__(self, ids: array[int], table: FingerprintTable) -> None:
@@ -94,10 +100,10 @@ class InputList(Sequence[Fingerprint]):
             if self._table is None:  # pragma: no cover - defensive
                 raise StoreError("the store these inputs came from is gone")
             rows = self._table.rows(self.ids)
-            missing = [i for i in self.ids if i not in rows]
-            if missing:
-                raise StoreError(f"record references {len(missing)} missing fingerprint(s)")
-            items = [FpRow._make(rows[i]).fingerprint() for i in self.ids]
+            # A fingerprint missing from the store (damage) is left out here: such a
+            # record is never fresh (the planner checks the ids), so what is listed is
+            # only ever shown or used to order runs.
+            items = [FpRow._make(rows[i]).fingerprint() for i in self.ids if i in rows]
             items.sort(key=lambda f: (f.path, f.kind.value, f.digest))
             self._items = items
             self._table = None
@@ -141,12 +147,20 @@ class FingerprintTable:
     """The ``paths`` and ``fps`` tables of an open store, with their caches.
 
     ``db`` gives the store's connection; ``mutex`` is the store's lock, held around every
-    use of the connection and the caches.
+    use of the connection and the caches; ``guard`` is the store's way of calling what reads
+    the database (:mod:`memotest.store.damage`: a damaged one is set aside or reported),
+    used by :meth:`rows`, which lazy inputs call outside any other method of the store.
     """
 
-    def __init__(self, db: Callable[[], sqlite3.Connection], mutex: threading.RLock) -> None:
+    def __init__(
+        self,
+        db: Callable[[], sqlite3.Connection],
+        mutex: threading.RLock,
+        guard: Callable[[str, Callable[[], Any]], Any] | None = None,
+    ) -> None:
         self._db = db
         self._mutex = mutex
+        self._guard = guard or (lambda _what, fn: fn())
         self._path_ids: dict[str, int] | None = None
         self._fp_index: dict[tuple[int, str, str], _Entry] = {}
         self._rows: dict[int, tuple[Any, ...]] = {}
@@ -170,7 +184,7 @@ class FingerprintTable:
             path = inp.path
             pid = path_ids.get(path) or done.paths.get(path)
             if pid is None:
-                pid = _insert_path(conn, path)
+                pid = _insert_path(conn, to_db(path))
                 done.paths[path] = pid
             kind = Kind(inp.kind).value
             key = (pid, kind, inp.digest)
@@ -182,7 +196,7 @@ class FingerprintTable:
                 cur = conn.execute(
                     "INSERT INTO fps(path_id, kind, digest, link, mtime_ns, size, ino, "
                     "ctime_ns, verified_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (pid, kind, inp.digest, link, *(sig or (None,) * 4), verified),
+                    (pid, kind, inp.digest, to_db(link), *(sig or (None,) * 4), verified),
                 )
                 fid = cur.lastrowid
                 assert fid is not None
@@ -209,7 +223,9 @@ class FingerprintTable:
         if self._path_ids is not None:
             return self._path_ids
         conn = self._db()
-        path_ids = self._path_ids = dict(conn.execute("SELECT path, id FROM paths"))
+        path_ids = self._path_ids = {
+            from_db(p): i for p, i in conn.execute("SELECT path, id FROM paths")
+        }
         index = self._fp_index
         index.clear()
         for fid, pid, kind, digest, m, s, i, c, v in conn.execute(
@@ -224,6 +240,15 @@ class FingerprintTable:
         Cached for the store's life (and kept current by this store's own writes).
         """
         wanted = ids if isinstance(ids, (set, frozenset)) else set(ids)
+        rows: dict[int, tuple[Any, ...]] = self._guard(
+            "reading fingerprints", lambda: self._load_rows(wanted)
+        )
+        if len(wanted) == len(rows):
+            return rows
+        return {i: rows[i] for i in wanted if i in rows}
+
+    def _load_rows(self, wanted: set[int] | frozenset[int]) -> dict[int, tuple[Any, ...]]:
+        """The cache of rows, holding every row of ``wanted`` that exists."""
         with self._mutex:
             rows = self._rows
             missing = [i for i in wanted if i not in rows] if not self._rows_complete else []
@@ -232,7 +257,7 @@ class FingerprintTable:
                 total = conn.execute("SELECT count(*) FROM fps").fetchone()[0]
                 if len(missing) * 4 >= total:
                     # Rows this store refreshed are newer than the table's: keep them.
-                    fetched = {r[0]: r for r in conn.execute(_SELECT).fetchall()}
+                    fetched = {r[0]: _text_row(r) for r in conn.execute(_SELECT).fetchall()}
                     fetched.update(rows)
                     self._rows = rows = fetched
                     self._rows_complete = True
@@ -241,10 +266,8 @@ class FingerprintTable:
                         _SELECT + " WHERE f.id IN (SELECT value FROM json_each(?))",
                         (json.dumps(missing),),
                     ):
-                        rows[r[0]] = r
-            if len(wanted) == len(rows):
-                return rows
-            return {i: rows[i] for i in wanted if i in rows}
+                        rows[r[0]] = _text_row(r)
+            return rows
 
     def refresh(self, updates: Mapping[int, tuple[Sequence[int], int]]) -> int:
         """Store new ``(sig, verified_ns)`` of fingerprints re-hashed and found to hold, in
@@ -271,13 +294,21 @@ class FingerprintTable:
         wanted = list(dict.fromkeys(paths))
         if not wanted:
             return set()
+        stored = [to_db(p) for p in wanted]
+        texts = [p for p in stored if isinstance(p, str)]
+        sql = "SELECT f.id FROM fps f JOIN paths p ON p.id = f.path_id WHERE p.path"
         with self._mutex:
-            rows = self._db().execute(
-                "SELECT f.id FROM fps f JOIN paths p ON p.id = f.path_id "
-                "WHERE p.path IN (SELECT value FROM json_each(?))",
-                (json.dumps(wanted),),
-            )
-            return {r[0] for r in rows}
+            conn = self._db()
+            ids = {
+                r[0]
+                for r in conn.execute(
+                    sql + " IN (SELECT value FROM json_each(?))", (json.dumps(texts),)
+                )
+            }
+            for raw in stored:
+                if isinstance(raw, bytes):
+                    ids.update(r[0] for r in conn.execute(sql + " = ?", (raw,)))
+            return ids
 
 
 def storable_updates(
@@ -310,7 +341,30 @@ def digests_of_kinds(conn: sqlite3.Connection, kinds: Iterable[str]) -> set[str]
     }
 
 
-def _insert_path(conn: sqlite3.Connection, path: str) -> int:
+def to_db(text: str | None) -> str | bytes | None:
+    """A path (or a symlink's text) as stored: itself when it is UTF-8, else its bytes."""
+    if text is None:
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(text)
+    return text
+
+
+def from_db(value: str | bytes | None) -> str | None:
+    """A stored path as memotest holds it (:func:`to_db` undone)."""
+    return os.fsdecode(value) if isinstance(value, bytes) else value
+
+
+def _text_row(r: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An ``fps`` row (:data:`_SELECT`) with its path and link as ``str``."""
+    if type(r[1]) is str and type(r[4]) is not bytes:
+        return r
+    return (r[0], from_db(r[1]), *r[2:4], from_db(r[4]), *r[5:])
+
+
+def _insert_path(conn: sqlite3.Connection, path: str | bytes | None) -> int:
     try:
         cur = conn.execute("INSERT INTO paths(path) VALUES (?)", (path,))
     except sqlite3.IntegrityError:  # pragma: no cover - the cache said it was new

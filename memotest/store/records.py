@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memotest.model import Input
-from memotest.store.fingerprints import FingerprintTable, InputList
+from memotest.store.damage import Garbled
+from memotest.store.fingerprints import FingerprintTable, InputList, from_db, to_db
 from memotest.store.outputs import split_output
 
 #: The statuses a record can have; only ``passed`` results are reused.
@@ -115,31 +116,42 @@ def select(conn: sqlite3.Connection, wanted: Iterable[str] | None) -> list[tuple
 
 def from_rows(rows: Iterable[tuple[Any, ...]], fps: FingerprintTable) -> dict[str, Record]:
     """The records of rows of :func:`select`, by name; their ``inputs`` are lazy
-    :class:`~memotest.store.fingerprints.InputList` objects over ``fps``."""
+    :class:`~memotest.store.fingerprints.InputList` objects over ``fps``. A row that does
+    not decode raises :class:`~memotest.store.damage.Garbled`."""
     out: dict[str, Record] = {}
     for r in rows:
-        out[r[0]] = Record(
-            name=r[0],
-            recorder=r[1],
-            def_hash=r[2],
-            definition=json.loads(r[3]),
-            env_hash=r[4],
-            env=json.loads(r[5]),
-            status=r[6],
-            exit_code=r[7],
-            duration=r[8],
-            started_ns=r[9],
-            finished_ns=r[10],
-            cacheable=bool(r[11]),
-            uncacheable_reason=r[12],
-            inputs=InputList(_decode_ids(r[13]), fps),
-            writes=_decode_paths(r[14]),
-            log_digest=r[15],
-            outputs=json.loads(r[16]),
-            rewritten=_decode_paths(r[17]),
-            shaping=json.loads(r[18]),
-        )
+        try:
+            out[r[0]] = _from_row(r, fps)
+        except (ValueError, TypeError, KeyError, IndexError, OverflowError, zlib.error) as exc:
+            raise Garbled(f"record {r[0]!r} does not decode: {exc}") from None
     return out
+
+
+def _from_row(r: tuple[Any, ...], fps: FingerprintTable) -> Record:
+    rec = Record(
+        name=r[0],
+        recorder=r[1],
+        def_hash=r[2],
+        definition=json.loads(r[3]),
+        env_hash=r[4],
+        env=json.loads(r[5]),
+        status=r[6],
+        exit_code=r[7],
+        duration=r[8],
+        started_ns=r[9],
+        finished_ns=r[10],
+        cacheable=bool(r[11]),
+        uncacheable_reason=from_db(r[12]),
+        inputs=InputList(_decode_ids(r[13]), fps),
+        writes=_decode_paths(r[14]),
+        log_digest=r[15],
+        outputs=json.loads(r[16]),
+        rewritten=_decode_paths(r[17]),
+        shaping=json.loads(r[18]),
+    )
+    if not (isinstance(rec.definition, dict) and isinstance(rec.outputs, dict)):
+        raise TypeError("definition and outputs must be objects")
+    return rec
 
 
 def insert(conn: sqlite3.Connection, record: Record, ids: Iterable[int]) -> None:
@@ -162,7 +174,7 @@ def insert(conn: sqlite3.Connection, record: Record, ids: Iterable[int]) -> None
             int(record.started_ns),
             int(record.finished_ns),
             int(bool(record.cacheable)),
-            record.uncacheable_reason,
+            to_db(record.uncacheable_reason),
             _encode_ids(unique),
             _encode_paths(sorted(set(record.writes))),
             record.log_digest,

@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sqlite3
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from memotest.model import Input
 from memotest.observable import listing_digest, split_listing
-from memotest.store import records, schema
+from memotest.store import damage, records, schema
 from memotest.store.blobs import CAS_DIR, LocalBlobStore
-from memotest.store.errors import StoreError
+from memotest.store.errors import CorruptBlob, StoreDamaged, StoreError
 from memotest.store.fingerprints import FingerprintTable, storable_updates
 from memotest.store.gc import PUTS_KEY, GcStats, collect, is_due
 from memotest.store.lock import LOCK_FILE, acquire_lock, release_lock
@@ -33,6 +32,8 @@ from memotest.store.records import Record
 #: The folder, beside the targets file, that holds the store.
 STORE_DIR = ".memotest"
 
+T = TypeVar("T")
+
 
 class Store:
     """An open ``.memotest/`` store. Use :meth:`open`; a context manager.
@@ -41,7 +42,7 @@ class Store:
     ``put`` results while others read.
     """
 
-    def __init__(self, root: Path, conn: sqlite3.Connection, lock_fd: int | None) -> None:
+    def __init__(self, root: Path, conn: sqlite3.Connection | None, lock_fd: int | None) -> None:
         self.root = root
         self.dir = root / STORE_DIR
         self.db_path = self.dir / schema.DB_FILE
@@ -50,7 +51,8 @@ class Store:
         self._lock_fd = lock_fd
         self._mutex = threading.RLock()
         self._blobs = LocalBlobStore(self.cas_dir)
-        self._fps = FingerprintTable(self._db, self._mutex)
+        self._fps = FingerprintTable(self._db, self._mutex, self._guarded)
+        self._said_blob = False  # a damaged blob was reported (once per store handle)
         self._puts = 0  # records written through this handle, for gc_if_due()
 
     # -- opening and closing --------------------------------------------------------------
@@ -61,26 +63,82 @@ class Store:
 
         ``root`` is the folder of the targets file. With ``lock`` (builds), take the
         exclusive build lock, waiting up to ``lock_timeout`` seconds, then raise
-        :class:`~memotest.store.StoreLocked`. Without it (explain, show, list) the store is
-        read-only.
+        :class:`~memotest.store.StoreLocked`; a damaged part is set aside and made anew
+        (:mod:`memotest.store.damage`). Without it (explain, show, list) the store is
+        read-only, and a damaged one raises :class:`~memotest.store.StoreDamaged`.
         """
         root = Path(root).absolute()
         d = root / STORE_DIR
-        (d / CAS_DIR).mkdir(parents=True, exist_ok=True)
+        why = damage.not_a_folder(d)
+        if why is not None:
+            if not lock:
+                raise StoreDamaged(f"{d}: {why}")
+            damage.set_aside_store(d, why)
+        d.mkdir(parents=True, exist_ok=True)
+        if lock:
+            damage.clear_lock(d / LOCK_FILE)
         lock_fd = acquire_lock(d / LOCK_FILE, lock_timeout) if lock else None
         try:
-            conn = schema.connect(d / schema.DB_FILE, timeout=max(lock_timeout, 5.0))
-            try:
-                store = cls(root, conn, lock_fd)
-                schema.init_schema(conn, writable=store.locked, db_path=store.db_path)
-            except BaseException:
-                conn.close()
-                raise
+            why = damage.not_a_folder(d / CAS_DIR)
+            if why is not None:
+                if not lock:
+                    raise StoreDamaged(f"{d}: {why}")
+                damage.set_aside(d, [d / CAS_DIR], why)
+            (d / CAS_DIR).mkdir(exist_ok=True)
+            store = cls(root, None, lock_fd)
+            store._guarded("opening the database", store._connect)
         except BaseException:
             if lock_fd is not None:
                 release_lock(lock_fd)
             raise
         return store
+
+    def _connect(self) -> None:
+        """Connect to the database (made if absent) and check its format."""
+        conn = schema.connect(self.db_path, timeout=30.0)
+        try:
+            schema.init_schema(conn, writable=self.locked, db_path=self.db_path)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    def _guarded(self, what: str, fn: Callable[[], T]) -> T:
+        """``fn()``, which uses the database; when it meets damage
+        (:func:`~memotest.store.damage.is_damage`), a store with the lock sets the
+        database aside, starts a fresh one and calls ``fn`` again, and a read-only one
+        raises :class:`~memotest.store.StoreDamaged`. Another error of SQLite (a full
+        disk) is a :class:`~memotest.store.StoreError` saying ``what`` failed."""
+        with self._mutex:
+            try:
+                return fn()
+            except Exception as exc:
+                if not damage.is_store_error(exc) or isinstance(exc, StoreDamaged):
+                    raise
+                why = f"{self.db_path.name}: {damage.describe(exc)}"
+                if not damage.is_damage(exc):
+                    raise StoreError(f"{what}: {why}") from None
+                if not self.locked:
+                    raise StoreDamaged(f"{self.db_path}: {damage.describe(exc)}") from None
+                self._set_db_aside(why)
+            try:
+                return fn()
+            except Exception as exc:
+                if damage.is_store_error(exc) and not isinstance(exc, StoreError):
+                    raise StoreError(f"{what}: {damage.describe(exc)}") from None
+                raise
+
+    def _set_db_aside(self, why: str) -> None:
+        """The database is damaged: move it (with its WAL and shared memory, which belong
+        to it) aside and connect to a fresh one."""
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            self._conn = None
+        self._fps.forget()
+        parts = [self.db_path.with_name(self.db_path.name + x) for x in ("", "-wal", "-shm")]
+        damage.set_aside(self.dir, parts, why)
+        self._connect()
 
     @property
     def locked(self) -> bool:
@@ -119,8 +177,7 @@ class Store:
 
     def names(self) -> list[str]:
         """The names of all stored records, sorted."""
-        with self._mutex:
-            return records.names(self._db())
+        return self._guarded("reading the records", lambda: records.names(self._db()))
 
     def get(self, name: str) -> Record | None:
         """The record of ``name`` with its inputs materialized, or None."""
@@ -135,9 +192,11 @@ class Store:
         Their ``inputs`` are lazy :class:`~memotest.store.InputList` objects (fingerprint
         ids): cheap to load by the thousand, materialized only when iterated.
         """
-        with self._mutex:
-            rows = records.select(self._db(), names)
-        return records.from_rows(rows, self._fps)
+        wanted = None if names is None else list(names)
+        return self._guarded(
+            "reading the records",
+            lambda: records.from_rows(records.select(self._db(), wanted), self._fps),
+        )
 
     def put(self, record: Record) -> None:
         """Store ``record`` (replacing the previous one of that name) in one transaction.
@@ -151,11 +210,14 @@ class Store:
             if not self.has_blob(digest):
                 raise StoreError(f"record {record.name!r} names blob {digest} not in the store")
         self._save_listing_names(record.inputs)
-        with self._mutex:
+
+        def put() -> None:
             with schema.transaction(self._db()) as conn:
                 interned = self._fps.intern(conn, record.inputs)
                 records.insert(conn, record, interned.ids)
             self._fps.learn(interned)
+
+        self._guarded(f"recording {record.name}", put)
 
     def _save_listing_names(self, inputs: Iterable[Input]) -> None:
         """Save the entry names an input carries (a listing's, ``Fingerprint.names``) under
@@ -173,37 +235,46 @@ class Store:
     def remove(self, name: str) -> bool:
         """Forget the record of ``name``; True if there was one."""
         self._require_lock()
-        with self._mutex, schema.transaction(self._db()) as conn:
-            return records.delete(conn, name)
+
+        def remove() -> bool:
+            with schema.transaction(self._db()) as conn:
+                return records.delete(conn, name)
+
+        return self._guarded(f"forgetting {name}", remove)
 
     def get_meta(self, key: str) -> Any:
         """A JSON value kept in the store under ``key`` (None when absent)."""
-        with self._mutex:
-            return schema.get_meta(self._db(), key)
+        return self._guarded("reading the store", lambda: schema.get_meta(self._db(), key))
 
     def set_meta(self, key: str, value: Any) -> None:
         """Keeps a JSON value under ``key`` (needs the lock)."""
         self._require_lock()
-        with self._mutex, schema.transaction(self._db()) as conn:
-            schema.set_meta(conn, key, value)
+
+        def set_meta() -> None:
+            with schema.transaction(self._db()) as conn:
+                schema.set_meta(conn, key, value)
+
+        self._guarded("writing the store", set_meta)
 
     def clean(self) -> None:
-        """Delete everything under ``.memotest/`` (but the lock this build holds)."""
+        """Delete everything under ``.memotest/`` (but the lock this build holds), and
+        start a fresh database."""
         self._require_lock()
         with self._mutex:
-            self._db().close()
+            if self._conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.close()
             self._conn = None
-            for entry in self.dir.iterdir():
-                if entry.name == LOCK_FILE:
-                    continue
-                if entry.is_dir() and not entry.is_symlink():
-                    shutil.rmtree(entry)
-                else:
-                    entry.unlink()
+            damage.empty(self.dir)
             self.cas_dir.mkdir(exist_ok=True)
-            self._conn = schema.connect(self.db_path)
             self._fps.forget()
-            schema.init_schema(self._conn, writable=True, db_path=self.db_path)
+            self._guarded("opening the database", self._connect)
+
+    @classmethod
+    def wipe(cls, root: Path | str, *, lock_timeout: float = 30.0) -> None:
+        """Delete the store of ``root``, whatever is there (``memotest clean``:
+        :func:`memotest.store.damage.wipe`)."""
+        damage.wipe(Path(root).absolute() / STORE_DIR, lock_timeout)
 
     # -- fingerprints -------------------------------------------------------------------
 
@@ -222,12 +293,13 @@ class Store:
         if not updates:
             return 0
         self._require_lock()
-        return self._fps.refresh(updates)
+        return self._guarded("refreshing fingerprints", lambda: self._fps.refresh(updates))
 
     def fp_ids_of_paths(self, paths: Iterable[str]) -> set[int]:
         """The ids of every stored fingerprint of any of ``paths`` (for finding, in one
         ``isdisjoint`` per record, the records that observed one of them)."""
-        return self._fps.ids_of_paths(paths)
+        wanted = list(paths)
+        return self._guarded("reading fingerprints", lambda: self._fps.ids_of_paths(wanted))
 
     # -- blobs --------------------------------------------------------------------------
 
@@ -248,19 +320,39 @@ class Store:
         return self._blobs.put_file(path)
 
     def read_blob(self, digest: str) -> bytes:
-        """The bytes stored under ``digest`` (verified); ``FileNotFoundError`` if absent."""
-        return self._blobs.read(digest)
+        """The bytes stored under ``digest`` (verified); ``FileNotFoundError`` if absent,
+        :class:`~memotest.store.CorruptBlob` if damaged (:meth:`_blob_damaged`)."""
+        try:
+            return self._blobs.read(digest)
+        except CorruptBlob as exc:
+            self._blob_damaged(digest, exc)
+            raise
+
+    def _blob_damaged(self, digest: str, exc: CorruptBlob) -> None:
+        """A blob that does not hash to its name was met: with the lock, delete it (the
+        next run that makes that content stores it anew) and say so, once per store."""
+        if self.locked and digest:
+            damage.discard_blob(self._blobs.path(digest), exc.what, say=not self._said_blob)
+            self._said_blob = True
 
     def restore_outputs(self, outputs: dict[str, str], cwd: str) -> None:
         """Puts a record's declared outputs (``Record.outputs``) back under ``cwd``."""
-        restore_outputs(self._blobs, outputs, cwd)
+        try:
+            restore_outputs(self._blobs, outputs, cwd)
+        except CorruptBlob as exc:
+            self._blob_damaged(exc.digest, exc)
+            raise
 
     def restore_file(
         self, digest: str, path: str | os.PathLike[str], executable: bool | None = None
     ) -> bool:
         """Write the blob ``digest`` to ``path`` atomically; False if it already had it
         (:func:`memotest.store.outputs.restore_file`)."""
-        return restore_file(self._blobs, digest, path, executable)
+        try:
+            return restore_file(self._blobs, digest, path, executable)
+        except CorruptBlob as exc:
+            self._blob_damaged(exc.digest, exc)
+            raise
 
     def listing_names(self, digest: str) -> list[str] | None:
         """The entry names of a recorded ``LISTING`` fingerprint, if they were saved."""
@@ -281,8 +373,7 @@ class Store:
             return None  # nothing replaced since the last look: a no-op build writes nothing
         puts = int(self.get_meta(PUTS_KEY) or 0) + self._puts
         self._puts = 0
-        with self._mutex:
-            kept = records.count(self._db())
+        kept = self._guarded("reading the records", lambda: records.count(self._db()))
         if not is_due(puts, kept):
             self.set_meta(PUTS_KEY, puts)
             return None
@@ -294,7 +385,9 @@ class Store:
         self._require_lock()
         self._puts = 0
         self.set_meta(PUTS_KEY, 0)
-        return collect(self._db, self._mutex, self._fps, self._blobs)
+        return self._guarded(
+            "collecting garbage", lambda: collect(self._db, self._mutex, self._fps, self._blobs)
+        )
 
     def size_bytes(self) -> int:
         """The bytes the store takes on disk (database, WAL and CAS)."""

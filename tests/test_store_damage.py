@@ -1,0 +1,286 @@
+"""A damaged store never yields a hit, never prints a traceback, and heals.
+
+Each case builds a small project once, damages its ``.memotest/`` the way a disk, a
+crash or a careless user does, and then checks, with the real command line: a build says
+what it set aside (one line), runs the target (no hit from a damaged store) and the next
+build replays it; the read-only commands say what is wrong and how to fix it (exit 2);
+``clean`` always works.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import build_statuses, memotest, write_tree
+
+from memotest.memo import run_memoized
+from memotest.model import Target
+
+TOML = """
+[targets.a]
+command = "cat in.txt"
+[targets.b]
+command = "sh -c 'cat in.txt > out.txt'"
+outputs = ["out.txt"]
+"""
+
+
+def _blobs(store: Path) -> list[Path]:
+    return [p for p in (store / "cas").rglob("*") if p.is_file()]
+
+
+def _db_random(s: Path) -> None:
+    db = s / "db.sqlite"
+    db.write_bytes(os.urandom(db.stat().st_size))
+
+
+def _db_truncated(s: Path) -> None:
+    with open(s / "db.sqlite", "r+b") as f:
+        f.truncate(1000)
+
+
+def _db_garbage_pages(s: Path) -> None:
+    db = s / "db.sqlite"
+    size = db.stat().st_size
+    with open(db, "r+b") as f:  # page 1 (header and schema) intact, the rest garbage
+        f.seek(4096)
+        f.write(os.urandom(size - 4096))
+
+
+def _db_folder(s: Path) -> None:
+    (s / "db.sqlite").unlink()
+    (s / "db.sqlite").mkdir()
+    (s / "db.sqlite" / "x").write_text("x")
+
+
+def _wal_folder(s: Path) -> None:
+    (s / "db.sqlite-wal").mkdir()
+
+
+def _wal_garbage(s: Path) -> None:
+    (s / "db.sqlite-wal").write_bytes(os.urandom(9000))
+
+
+def _future_schema(s: Path) -> None:
+    with sqlite3.connect(s / "db.sqlite") as conn:
+        conn.execute("UPDATE meta SET value = '999' WHERE key = 'schema'")
+    conn.close()
+
+
+def _paths_nowhere(s: Path) -> None:
+    with sqlite3.connect(s / "db.sqlite") as conn:
+        conn.execute("DELETE FROM paths")
+    conn.close()
+
+
+def _records_garbled(s: Path) -> None:
+    with sqlite3.connect(s / "db.sqlite") as conn:
+        conn.execute("UPDATE records SET inputs = x'00112233', outputs = '{'")
+    conn.close()
+
+
+def _blobs_emptied(s: Path) -> None:
+    for b in _blobs(s):
+        b.write_bytes(b"")
+
+
+def _blobs_garbled(s: Path) -> None:
+    for b in _blobs(s):
+        data = bytearray(b.read_bytes())
+        data[-1] ^= 0x55
+        b.write_bytes(bytes(data))
+
+
+def _store_file(s: Path) -> None:
+    shutil.rmtree(s)
+    s.write_text("not a store")
+
+
+def _store_dangling(s: Path) -> None:
+    shutil.rmtree(s)
+    s.symlink_to(s.parent / "nowhere")
+
+
+def _cas_file(s: Path) -> None:
+    shutil.rmtree(s / "cas")
+    (s / "cas").write_text("not a folder")
+
+
+def _cas_dangling(s: Path) -> None:
+    shutil.rmtree(s / "cas")
+    (s / "cas").symlink_to(s / "nowhere")
+
+
+def _cas_subfolder_file(s: Path) -> None:
+    for sub in (s / "cas").iterdir():
+        shutil.rmtree(sub)
+        sub.write_text("x")
+
+
+def _lock_folder(s: Path) -> None:
+    (s / "lock").unlink()
+    (s / "lock").mkdir()
+
+
+DAMAGE: dict[str, Callable[[Path], None]] = {
+    "db-random": _db_random,
+    "db-truncated": _db_truncated,
+    "db-garbage-pages": _db_garbage_pages,
+    "db-folder": _db_folder,
+    "wal-folder": _wal_folder,
+    "wal-garbage": _wal_garbage,
+    "future-schema": _future_schema,
+    "paths-nowhere": _paths_nowhere,
+    "records-garbled": _records_garbled,
+    "blobs-emptied": _blobs_emptied,
+    "blobs-garbled": _blobs_garbled,
+    "store-file": _store_file,
+    "store-dangling-symlink": _store_dangling,
+    "cas-file": _cas_file,
+    "cas-dangling-symlink": _cas_dangling,
+    "cas-subfolder-file": _cas_subfolder_file,
+    "lock-folder": _lock_folder,
+}
+
+#: Damage every read-only command is sure to meet (the others may go unseen by one).
+SURE = [
+    "db-random",
+    "db-folder",
+    "store-file",
+    "store-dangling-symlink",
+    "cas-file",
+    "cas-dangling-symlink",
+]
+
+#: Damage after which the store may rightly still replay (nothing recorded was lost).
+HARMLESS = {"wal-garbage", "lock-folder", "cas-subfolder-file"}
+
+
+def _aged(root: Path) -> Path:
+    """``root`` with its files an hour old (never racily clean)."""
+    for p in root.iterdir():
+        os.utime(p, (p.stat().st_mtime - 3600,) * 2)
+    time.sleep(1.0)  # and their ctime older than the first run's start
+    return root
+
+
+def _project(tmp_path: Path) -> Path:
+    root = _aged(write_tree(tmp_path / "p", {"memotest.toml": TOML, "in.txt": "hello\n"}))
+    code, out, st = build_statuses(root)
+    assert code == 0 and st == {"a": "passed", "b": "passed"}, out
+    code, out, st = build_statuses(root)
+    assert st == {"a": "cached", "b": "cached"}, out
+    return root
+
+
+@pytest.mark.parametrize("case", list(DAMAGE))
+def test_a_build_on_a_damaged_store_runs_the_targets_and_heals(tmp_path: Path, case: str) -> None:
+    root = _project(tmp_path)
+    DAMAGE[case](root / ".memotest")
+    code, out, st = build_statuses(root)
+    assert "Traceback" not in out, out
+    assert code == 0, out
+    if case not in HARMLESS:
+        assert st == {"a": "passed", "b": "passed"}, out  # never a hit from a damaged store
+    assert (root / "out.txt").read_text() == "hello\n"
+    code, out, st = build_statuses(root)
+    assert "Traceback" not in out and code == 0, out
+    assert st == {"a": "cached", "b": "cached"}, out  # healed: the next build replays
+    assert "damaged" not in out  # said once, when it was found
+
+
+@pytest.mark.parametrize("case", ["db-random", "store-file", "cas-file", "blobs-garbled"])
+def test_the_build_says_once_what_it_set_aside(tmp_path: Path, case: str) -> None:
+    root = _project(tmp_path)
+    DAMAGE[case](root / ".memotest")
+    proc = memotest("build", cwd=root)
+    err = proc.stderr.decode()
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    said = [line for line in err.splitlines() if "damaged" in line]
+    assert len(said) == 1, err
+    if case != "blobs-garbled":
+        assert "aside in" in said[0] and "damaged-" in said[0], said
+
+
+@pytest.mark.parametrize("case", SURE)
+@pytest.mark.parametrize("command", [["list"], ["show", "a"], ["explain", "a"], ["graph"]])
+def test_read_only_commands_say_what_is_wrong(tmp_path: Path, case: str, command: list) -> None:
+    root = _project(tmp_path)
+    DAMAGE[case](root / ".memotest")
+    proc = memotest(*command, cwd=root)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, (proc.stdout, err)
+    assert "Traceback" not in err and "memotest clean" in err, err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("case", ["blobs-garbled", "blobs-emptied"])
+def test_show_log_of_a_damaged_blob_says_so(tmp_path: Path, case: str) -> None:
+    root = _project(tmp_path)
+    DAMAGE[case](root / ".memotest")
+    proc = memotest("show", "a", "--log", cwd=root)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and "Traceback" not in err and "memotest clean" in err, err
+
+
+@pytest.mark.parametrize("case", list(DAMAGE))
+def test_clean_always_works(tmp_path: Path, case: str) -> None:
+    root = _project(tmp_path)
+    DAMAGE[case](root / ".memotest")
+    proc = memotest("clean", cwd=root)
+    err = proc.stderr.decode()
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert (
+        not os.path.lexists(root / ".memotest")
+        or not os.listdir(root / ".memotest")
+        or {*os.listdir(root / ".memotest")} <= {"lock"}
+    )
+    code, out, st = build_statuses(root)
+    assert code == 0 and st == {"a": "passed", "b": "passed"}, out
+
+
+def _memo_target(root: Path) -> Target:
+    code = "import pathlib; print(pathlib.Path('in.txt').read_text(), end='')"
+    return Target(name="m", command=(sys.executable, "-c", code), cwd=str(root))
+
+
+@pytest.mark.parametrize("case", ["db-random", "db-garbage-pages", "blobs-garbled", "store-file"])
+def test_run_memoized_heals_a_damaged_store(tmp_path: Path, case: str) -> None:
+    root = _aged(write_tree(tmp_path / "m", {"in.txt": "hi\n"}))
+    first = run_memoized(_memo_target(root), root=root)
+    assert first.status == "passed" and not first.cached and first.log == b"hi\n"
+    assert run_memoized(_memo_target(root), root=root).cached
+    DAMAGE[case](root / ".memotest")
+    again = run_memoized(_memo_target(root), root=root)
+    assert again.status == "passed" and not again.cached and again.log == b"hi\n"
+    assert run_memoized(_memo_target(root), root=root).cached
+
+
+def test_run_memoized_keeps_a_result_the_store_failed_to_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recording fails after the command ran (a full disk): its result stands, not
+    cached, with the reason; nothing raises, so no caller runs the command again."""
+    from memotest.store import records
+
+    def full(*args: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    root = write_tree(tmp_path / "m", {"in.txt": "hi\n"})
+    code = (
+        "import pathlib; p = pathlib.Path('runs');"
+        " p.write_text('x' + (p.read_text() if p.exists() else ''))"
+    )
+    t = Target(name="m", command=(sys.executable, "-c", code), cwd=str(root))
+    monkeypatch.setattr(records, "insert", full)
+    result = run_memoized(t, root=root)
+    assert result.status == "passed" and not result.cached
+    assert (root / "runs").read_text() == "x"  # ran once
+    assert result.note and "not cached" in result.note and "full" in result.note, result
