@@ -107,7 +107,7 @@ def target_problems(target: Target) -> list[tuple[str, str]]:
     0, a name with a control character (a status line or a report would be cut), and
     declared outputs that are not plain paths below the target's folder (a replay writes
     them back: ``/etc/x`` or ``../x`` would be written outside the project). A name that
-    is not UTF-8 (a ``foreach`` or pytest target made from a file name that is not) cannot
+    is not UTF-8 (a ``foreach`` or test-file target made from a file name that is not) cannot
     be stored, reported or printed: it is refused, naming the file to rename."""
     out: list[tuple[str, str]] = []
     if any(ord(c) < 32 or ord(c) == 127 for c in target.name):

@@ -207,10 +207,10 @@ def network_reasons(
     served: list[Endpoint] = []
     dgram: list[Endpoint] = []
     for rec in listens:
-        kind, _, raw = rec.partition(" ")
+        socktype, _, raw = rec.partition(" ")
         ep = parse_endpoint(raw)
         served.append(ep)
-        if kind == "dgram" and ep.ip is not None and not ep.ip.is_loopback:
+        if socktype == "dgram" and ep.ip is not None and not ep.ip.is_loopback:
             dgram.append(ep)
 
     def allowed(ep: Endpoint) -> bool:
@@ -243,12 +243,12 @@ def network_reasons(
             why.append(f"received from {ep}, another machine; {_DECLARE}")
     for raw in sorted(sockets):
         if not raw.startswith("netlink:"):
-            kind, _, detail = raw.partition(":")
+            socktype, _, detail = raw.partition(":")
             family, _, proto = detail.partition(":")
             why.append(
-                f"opened a {kind} socket (family {family}, protocol {proto}), which reaches "
+                f"opened a {socktype} socket (family {family}, protocol {proto}), which reaches "
                 "the network below addresses"
-                if kind in ("raw", "packet")
+                if socktype in ("raw", "packet")
                 else f"opened a socket of address family {family}, which memotest cannot follow"
             )
     return why
