@@ -86,6 +86,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import replay
+import soundness_redteam as redteam
 
 REPO = replay.REPO
 RESULTS = REPO / "benchmarks" / "results"
@@ -110,7 +111,10 @@ KINDS = (
     "section-pytest",
     "section-other",
 )
+SUITE_KINDS = KINDS
+KINDS = (*SUITE_KINDS, *redteam.KINDS)
 EXPECT_CACHED = {"unrelated", "code-not-ran", "entries-other", "section-other"}
+EXPECT_CACHED |= redteam.EXPECT_CACHED
 PROBE = "_soundness_probe = 1; "
 
 # Dumps every record's inputs (kind, path), status and reusability, for both stores.
@@ -158,8 +162,11 @@ def log(msg: str) -> None:
 
 
 class Audit:
-    def __init__(self, project: replay.Project, version: str, jobs: int) -> None:
+    def __init__(
+        self, project: replay.Project, version: str, jobs: int, want=lambda kind: True
+    ) -> None:
         self.project = project
+        self.want = want
         self.version = version
         self.jobs = jobs
         self.venv = replay.venv(project)
@@ -305,8 +312,11 @@ class Audit:
 
     # -- the cases -------------------------------------------------------------------------
 
-    def case(self, kind: str, target: str, change, undo, *, toml: bool, detail: str) -> dict:
-        """Makes ``change``, builds the target, undoes, and rebuilds it to settle."""
+    def case(self, kind: str, target: str, change, undo, *, toml: bool, detail: str) -> dict | None:
+        """Makes ``change``, builds the target, undoes, and rebuilds it to settle; nothing
+        (``None``) for a kind not asked for (``--kinds``)."""
+        if not self.want(kind):
+            return None
         change()
         status, reason = self.build([target], toml=toml).get(target, ("missing", ""))
         undo()
@@ -494,10 +504,62 @@ def pick(candidates: list[str], i: int) -> str | None:
     return sorted(candidates)[i % len(candidates)] if candidates else None
 
 
+def wanted(kinds: str | None):
+    """``--kinds a,b``: the test of a kind's name (every kind without it)."""
+    if not kinds:
+        return lambda kind: True
+    chosen = {k.strip() for k in kinds.split(",") if k.strip()}
+    unknown = chosen - set(KINDS)
+    if unknown:
+        sys.exit(f"--kinds: unknown {', '.join(sorted(unknown))}; kinds: {', '.join(KINDS)}")
+    return lambda kind: kind in chosen
+
+
 def run(args: argparse.Namespace) -> dict:
+    """The suite's kinds (unless ``--skip-suite``), then the issue-16 kinds of
+    ``soundness_redteam.py``, in the same scratch project."""
+    want = wanted(args.kinds)
+    t0 = time.monotonic()
     project = replay.PROJECTS[args.project]
-    version = args.version or project.releases[-1]
-    audit = Audit(project, version, args.jobs)
+    skip = args.skip_suite or not any(want(k) for k in SUITE_KINDS)
+    if skip:
+        # No suite: the kinds run with this interpreter and the memotest beside it.
+        data = {
+            "project": "none (--skip-suite)",
+            "version": "",
+            "targets": {"pytest": 0, "copy": 0, "extra": 0},
+            "not_auditable": {},
+            "builds": 0,
+            "cases": [],
+        }
+        base = replay.BENCH / "soundness" / "redteam" / "project"
+        py = sys.executable
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("PYTEST_", "PYTHON", "MEMOTEST", "COV_"))
+        }
+    else:
+        audit = Audit(project, args.version or project.releases[-1], args.jobs, want)
+        data = run_suite(args, audit)
+        base, py, env = audit.root, audit.py, audit.env
+    if any(want(k) for k in redteam.KINDS):
+        memotest = str(Path(py).parent / "memotest")
+        rt = redteam.RedTeam(base, py, memotest, env, args.jobs, log)
+        log(f"== the issue-16 kinds in {rt.base}")
+        data["cases"] += redteam.run(rt, want)
+        data["builds"] += rt.builds
+        data["not_auditable"].update({f"redteam:{t}": w for t, w in rt.not_auditable.items()})
+        data["targets"]["extra"] += len({c["target"] for c in rt.results})
+    data["duration"] = round(time.monotonic() - t0, 1)
+    data["command"] = " ".join(["python", "benchmarks/soundness.py", *sys.argv[1:]])
+    data["kinds"] = [k for k in KINDS if want(k) and not (skip and k in SUITE_KINDS)]
+    return data
+
+
+def run_suite(args: argparse.Namespace, audit: Audit) -> dict:
+    """The kinds 1-18, on the suite of ``args.project``."""
+    project, version, want = audit.project, audit.version, audit.want
     t0 = time.monotonic()
     log(f"== {project.name} {version}: setting up {audit.root.relative_to(REPO)}")
     audit.setup()
@@ -727,72 +789,76 @@ def run(args: argparse.Namespace) -> dict:
             detail=f"extra/lib/libcopy.so (a copy of {audit.copied_library}), bytes appended",
         )
     )
-    # 7: a pass_env variable, every target at once (then unset and settled).
     everyone = [
         *pytest_targets,
         *[t for t in [*copy_targets, *audit.extra_targets, "shared-object"]],
     ]
-    probe = {PROBE_VAR: "1"}
-    seen = audit.build([], toml=False, env_extra=probe)
-    seen.update(audit.build([], toml=True, env_extra=probe))
-    for t in everyone:
-        status, reason = seen.get(t, ("missing", ""))
-        results.append(
-            {
-                "kind": "pass-env",
-                "target": t,
-                "change": f"{PROBE_VAR}=1",
-                "status": status,
-                "reason": reason,
-                "ok": status not in ("cached", "refused", "missing"),
-            }
-        )
-    audit.build([], toml=False)
-    audit.build([], toml=True)
-    # 10: unrelated changes, every target must stay cached.
-    records = audit.records()
-    all_inputs = {p for r in records.values() for _, p in r["inputs"]}
-    all_listed = {p for r in records.values() for k, p in r["inputs"] if k == "list"}
-    harness = {".memotest", "__pycache__", ".bench-meta", "extra"}
-    folders = sorted(
-        str(d)
-        for d in root.rglob("*")
-        if d.is_dir()
-        and str(d) not in all_listed
-        and str(d) not in all_inputs
-        and not harness & set(d.relative_to(root).parts)
-    )
-    # A file no target read, preferably beside files they did read (in a folder they
-    # listed: its content changes, its name does not, so the listing still holds).
-    untouched = sorted(
-        (str(f.parent) not in all_listed, str(f))
-        for f in root.rglob("*")
-        if f.is_file() and str(f) not in all_inputs and not harness & set(f.relative_to(root).parts)
-    )
-    untouched = [f for _, f in untouched]
-    if folders and untouched:
-        new_file = Path(folders[0]) / "soundness_unrelated.txt"
-        edited = Path(untouched[0])
-        original = edited.read_bytes()
-        new_file.write_text("unrelated\n")
-        edited.write_bytes(original + b"\nunrelated change\n")
-        seen = audit.build([], toml=False)
-        seen.update(audit.build([], toml=True))
-        new_file.unlink()
-        edited.write_bytes(original)
-        detail = f"created {rel(str(new_file))}, appended to {rel(str(edited))}"
+    # 7: a pass_env variable, every target at once (then unset and settled).
+    if want("pass-env"):
+        probe = {PROBE_VAR: "1"}
+        seen = audit.build([], toml=False, env_extra=probe)
+        seen.update(audit.build([], toml=True, env_extra=probe))
         for t in everyone:
             status, reason = seen.get(t, ("missing", ""))
             results.append(
                 {
-                    "kind": "unrelated",
+                    "kind": "pass-env",
                     "target": t,
-                    "change": detail,
+                    "change": f"{PROBE_VAR}=1",
                     "status": status,
                     "reason": reason,
-                    "ok": status == "cached",
+                    "ok": status not in ("cached", "refused", "missing"),
                 }
             )
+        audit.build([], toml=False)
+        audit.build([], toml=True)
+    # 10: unrelated changes, every target must stay cached.
+    if want("unrelated"):
+        records = audit.records()
+        all_inputs = {p for r in records.values() for _, p in r["inputs"]}
+        all_listed = {p for r in records.values() for k, p in r["inputs"] if k == "list"}
+        harness = {".memotest", "__pycache__", ".bench-meta", "extra"}
+        folders = sorted(
+            str(d)
+            for d in root.rglob("*")
+            if d.is_dir()
+            and str(d) not in all_listed
+            and str(d) not in all_inputs
+            and not harness & set(d.relative_to(root).parts)
+        )
+        # A file no target read, preferably beside files they did read (in a folder they
+        # listed: its content changes, its name does not, so the listing still holds).
+        untouched = sorted(
+            (str(f.parent) not in all_listed, str(f))
+            for f in root.rglob("*")
+            if f.is_file()
+            and str(f) not in all_inputs
+            and not harness & set(f.relative_to(root).parts)
+        )
+        untouched = [f for _, f in untouched]
+        if folders and untouched:
+            new_file = Path(folders[0]) / "soundness_unrelated.txt"
+            edited = Path(untouched[0])
+            original = edited.read_bytes()
+            new_file.write_text("unrelated\n")
+            edited.write_bytes(original + b"\nunrelated change\n")
+            seen = audit.build([], toml=False)
+            seen.update(audit.build([], toml=True))
+            new_file.unlink()
+            edited.write_bytes(original)
+            detail = f"created {rel(str(new_file))}, appended to {rel(str(edited))}"
+            for t in everyone:
+                status, reason = seen.get(t, ("missing", ""))
+                results.append(
+                    {
+                        "kind": "unrelated",
+                        "target": t,
+                        "change": detail,
+                        "status": status,
+                        "reason": reason,
+                        "ok": status == "cached",
+                    }
+                )
     duration = time.monotonic() - t0
     return {
         "command": " ".join(["python", "benchmarks/soundness.py", *sys.argv[1:]]),
@@ -808,7 +874,7 @@ def run(args: argparse.Namespace) -> dict:
         "builds": audit.builds,
         "duration": round(duration, 1),
         "machine": {"cpus": os.cpu_count(), "loadavg_end": os.getloadavg()},
-        "cases": results,
+        "cases": [c for c in results if c is not None],
     }
 
 
@@ -819,8 +885,28 @@ def main() -> int:
     ap.add_argument("--sample", type=int, default=0, help="audit N targets only (default all)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("-j", "--jobs", type=int, default=2, help="memotest build -jN")
-    ap.add_argument("--out", type=Path, default=RESULTS / "soundness.json")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="default: benchmarks/results/soundness.json (soundness-kinds.json with --kinds "
+        "or --skip-suite)",
+    )
+    ap.add_argument(
+        "--kinds",
+        default=None,
+        help="audit these kinds only (comma-separated; default all): "
+        "e.g. --kinds service,umask --skip-suite",
+    )
+    ap.add_argument(
+        "--skip-suite",
+        action="store_true",
+        help="no suite: the issue-16 kinds alone, with this interpreter's memotest",
+    )
     args = ap.parse_args()
+    if args.out is None:
+        partial = args.kinds or args.skip_suite
+        args.out = RESULTS / ("soundness-kinds.json" if partial else "soundness.json")
     data = run(args)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(data, indent=1) + "\n")
@@ -830,7 +916,7 @@ def main() -> int:
         f"targets; {data['builds']} builds in {data['duration']:.0f}s"
     )
     bad = 0
-    for kind in KINDS:
+    for kind in data["kinds"]:
         cases = [c for c in data["cases"] if c["kind"] == kind]
         ok = sum(c["ok"] for c in cases)
         word = "stayed cached" if kind in EXPECT_CACHED else "re-ran"
@@ -839,6 +925,10 @@ def main() -> int:
             if not c["ok"]:
                 bad += 1
                 log(f"  FAIL {c['target']}: {c['change']}: {c['status']} ({c['reason']})")
+    for c in data["cases"]:
+        if c["kind"] not in data["kinds"] and not c["ok"]:  # a baseline that must not be
+            bad += 1
+            log(f"  FAIL {c['target']}: {c['kind']}: {c['status']} ({c['reason']})")
     if data["not_auditable"]:
         log(f"not auditable (never reused): {len(data['not_auditable'])}")
         for t, why in sorted(data["not_auditable"].items()):
