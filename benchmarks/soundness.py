@@ -58,6 +58,15 @@ inputs, ``memotest/inputs/entries.py``), and the ``pyproject.toml`` it holds by 
     re-run;
 18. ``section-other``: a table of another tool appended: it must stay cached.
 
+And the classes of issue 16, as small extra targets in ``redteam/`` of the scratch project
+(``benchmarks/soundness_redteam.py``, whose docstring says what each does): ``service``,
+``service-declared``, ``network-no-connect``, ``settings-shape``,
+``settings-shape-other``, ``metadata``, ``metadata-mtime``, ``metadata-other``,
+``umask``, ``rlimit``, ``append-read``, ``glibc-files``, ``proc-dev``, ``new-writer``,
+``new-writer-same``, ``code-lineno``, ``code-lineno-other``, ``declared-glob``,
+``declared-glob-other`` (the ``-other`` and ``-same`` ones and ``service-declared`` must
+stay cached).
+
 Kind 2 also runs on the ``copy@`` targets: deleting a module the suite imports makes
 pytest's collection fail, and ``memotest build --pytest`` then refuses to run anything
 (exit 2) before any target could re-run, which tests the loader, not the records.
@@ -65,7 +74,10 @@ pytest's collection fail, and ``memotest build --pytest`` then refuses to run an
 A target whose baseline result is not reusable (memotest re-runs it every time) cannot be
 audited: it is listed with memotest's reason and left out of the counts.
 
-Run: ``python benchmarks/soundness.py [--project structlog] [--sample N]``. Uses the venv
+Run: ``python benchmarks/soundness.py [--project structlog] [--sample N]
+[--kinds a,b] [--skip-suite]``: ``--kinds`` audits the named kinds only, ``--skip-suite``
+runs the issue-16 kinds without the suite (with this interpreter's memotest, in about a
+minute; results then go to ``benchmarks/results/soundness-kinds.json``). Uses the venv
 and downloads of ``benchmarks/replay.py`` (``.bench/``). Prints ``kind: re-ran N/M`` per
 kind and writes ``benchmarks/results/soundness.json``. Exit status 0 when every change
 re-ran its target and every unrelated change left every target cached.

@@ -23,7 +23,8 @@ Kinds (``+``: must re-run, ``=``: must stay cached):
   pattern removed, or changed to another;
 - ``settings-shape-other`` =: an ``ignore`` pattern added that matches nothing it read;
 - ``metadata`` +: ``chmod -x`` of a script the target runs; an entry of a listed folder
-  turning from file into folder (``scandir().is_file()``); a folder input replaced by a
+  turning from file into folder (``scandir().is_file()``, ``find -type f``); a folder
+  input replaced by a
   symlink to a folder with the same entries; a hard link made to a file whose link count
   the target printed;
 - ``metadata-mtime`` +: a target that prints whether ``gen.txt`` is newer than
@@ -33,29 +34,34 @@ Kinds (``+``: must re-run, ``=``: must stay cached):
   same mode);
 - ``umask`` +: targets that print the umask and the mode of a file they create, built
   with umask 077;
-- ``append-read`` +: a target that appends a line to a file, reads it whole and truncates
-  it back; the file's earlier content edited;
+- ``rlimit`` +: a target that prints ``RLIMIT_NOFILE``, built with ``ulimit -n 512``;
+- ``append-read`` +: a target (Python; ``sh`` with ``>>``, ``cat`` and ``truncate``) that
+  appends a line to a file, reads it whole and truncates it back; the file's earlier
+  content edited;
 - ``glibc-files`` +: ``time.localtime`` with ``TZ=:FILE``, and with ``TZ=NAME`` and
-  ``TZDIR``, the zone file replaced by another zone's; ``socket.gethostbyname`` and
-  ``pwd.getpwnam`` with ``/etc/hosts`` and ``/etc/passwd`` bind-mounted from files of the
-  scratch project in a user namespace (``unshare -rm``: the machine's ``/etc`` is never
-  touched; every build of those targets runs in such a namespace; skipped where
-  unprivileged user namespaces are not allowed), the entry they look up edited;
+  ``TZDIR``, the zone file replaced by another zone's; ``socket.gethostbyname``,
+  ``socket.getaddrinfo`` and ``pwd.getpwnam`` with ``/etc/hosts`` and ``/etc/passwd``
+  bind-mounted from files of the scratch project in a user namespace (``unshare -rm``:
+  the machine's ``/etc`` is never touched; every build of those targets runs in such a
+  namespace; skipped where unprivileged user namespaces are not allowed), the entry they
+  look up edited;
 - ``proc-dev`` +: reads through ``/proc/self/cwd/FILE``, ``/proc/self/root/ABS``,
-  ``/dev/fd/3`` and of a file in ``/dev/shm`` (made by the audit, removed after); the file
-  named edited;
-- ``new-writer`` +: a cached reader of ``data.txt`` and a writer edited to write it: in
-  that build the reader must re-run;
+  ``/dev/fd/3``, ``/proc/self/fd/N`` and of a file in ``/dev/shm`` (made by the audit,
+  removed after); the file named edited;
+- ``new-writer`` +: cached readers of ``data.txt`` and of whether ``flag.txt`` exists,
+  and a writer edited to write the one or create the other: in that build the reader
+  must re-run;
 - ``new-writer-same`` =: the writer edited to write ``data.txt`` as it is;
 - ``code-lineno`` +: ``--pytest`` targets whose module records its own line number at
   import (``sys._getframe().f_lineno``, logging's ``%(lineno)d``,
   ``inspect.currentframe().f_lineno``, a warning's ``lineno``); a comment line added
   above it;
 - ``code-lineno-other`` =: a comment appended at the end of the module;
-- ``declared-glob`` +: a target declaring ``inputs = ["data/glob/*.txt"]`` and one
-  declaring the folder ``data/tree``: a matching file added, a match edited, a file added
-  deep in the folder, a file in it edited;
-- ``declared-glob-other`` =: a file the glob does not match added beside the matches.
+- ``declared-glob`` +: targets declaring ``inputs = ["data/glob/*.txt"]``, the folder
+  ``data/tree`` and ``data/tree/**/*.txt``: a matching file added, a match edited, a file
+  added deep in the folder, a file in it edited, a deep match added;
+- ``declared-glob-other`` =: a file the glob does not match added beside the matches, a
+  file added beside the declared folder.
 """
 
 from __future__ import annotations
@@ -82,6 +88,7 @@ KINDS = (
     "metadata-mtime",
     "metadata-other",
     "umask",
+    "rlimit",
     "append-read",
     "glibc-files",
     "proc-dev",
@@ -472,6 +479,7 @@ def metadata(rt: RedTeam, want: Callable[[str], bool]) -> None:
             "meta-symlink",
             py_c(rt.py, "import os; print(os.path.islink('data'), open('data/x').read())"),
         ),
+        *toml("meta-find", ["find", "entries", "-type", "f"]),
         *toml("meta-nlink", py_c(rt.py, "import os; print(os.stat('linked.txt').st_nlink)")),
         *toml(
             "meta-mtime",
@@ -502,7 +510,8 @@ def metadata(rt: RedTeam, want: Callable[[str], bool]) -> None:
             (r / "entries/b").rmdir()
             (r / "entries/b").write_text("2")
 
-        rt.case("metadata", proj, "meta-type", to_dir, to_file, "entries/b: a file, now a folder")
+        for t in ("meta-type", "meta-find"):
+            rt.case("metadata", proj, t, to_dir, to_file, "entries/b: a file, now a folder")
 
         def to_link() -> None:
             shutil.rmtree(r / "data")
@@ -552,7 +561,7 @@ def metadata(rt: RedTeam, want: Callable[[str], bool]) -> None:
 def umask_append(rt: RedTeam, want: Callable[[str], bool]) -> None:
     """Classes 5 and 6: the inherited umask; a file appended to, then read."""
     proj = Proj(rt.base / "state")
-    files(proj.root, {"log.txt": "first\n"})
+    files(proj.root, {"log.txt": "first\n", "log2.txt": "first\n"})
     append = (
         "import os\n"
         "with open('log.txt', 'a') as f:\n"
@@ -570,15 +579,28 @@ def umask_append(rt: RedTeam, want: Callable[[str], bool]) -> None:
             ),
         ),
         *toml("append-then-read", py_c(rt.py, append)),
+        *toml(
+            "append-shell",
+            ["sh", "-c", "echo run >> log2.txt && cat log2.txt && truncate -s -4 log2.txt"],
+        ),
+        *toml(
+            "rlimit-get", py_c(rt.py, "import resource as r; print(r.getrlimit(r.RLIMIT_NOFILE))")
+        ),
     ]
     (proj.root / "memotest.toml").write_text("\n".join(lines))
     rt.baseline(proj, times=3)
     if want("umask"):
         for t in ("umask-get", "umask-create"):
             rt.case("umask", proj, t, nothing, nothing, "built with umask 077", wrap=UMASK)
+    if want("rlimit"):
+        wrap = ["sh", "-c", 'ulimit -n 512 && exec "$@"', "sh"]
+        rt.case(
+            "rlimit", proj, "rlimit-get", nothing, nothing, "built with ulimit -n 512", wrap=wrap
+        )
     if want("append-read"):
-        change, undo = write(proj.root / "log.txt", "other\n")
-        rt.case("append-read", proj, "append-then-read", change, undo, "log.txt: first line edited")
+        for t, name in (("append-then-read", "log.txt"), ("append-shell", "log2.txt")):
+            change, undo = write(proj.root / name, "other\n")
+            rt.case("append-read", proj, t, change, undo, f"{name}: first line edited")
 
 
 def glibc_files(rt: RedTeam, want: Callable[[str], bool]) -> None:
@@ -619,13 +641,18 @@ def glibc_files(rt: RedTeam, want: Callable[[str], bool]) -> None:
             "glibc-hosts",
             py_c(rt.py, "import socket; print(socket.gethostbyname('soundness-probe'))"),
         ),
+        *toml(
+            "glibc-getaddrinfo",
+            py_c(rt.py, "import socket; print(socket.getaddrinfo('soundness-probe', 80)[0][4])"),
+        ),
         *toml("glibc-passwd", py_c(rt.py, "import pwd; print(pwd.getpwnam('soundness').pw_dir)")),
     ]
     (ns / "memotest.toml").write_text("\n".join(lines))
     rt.baseline(nsproj)
     text = hosts.read_text()
-    change, undo = write(hosts, text.replace("127.0.0.2 soundness", "127.0.0.3 soundness"))
-    rt.case("glibc-files", nsproj, "glibc-hosts", change, undo, "/etc/hosts (bound): entry edited")
+    for t in ("glibc-hosts", "glibc-getaddrinfo"):
+        change, undo = write(hosts, text.replace("127.0.0.2 soundness", "127.0.0.3 soundness"))
+        rt.case("glibc-files", nsproj, t, change, undo, "/etc/hosts (bound): entry edited")
     text = passwd.read_text()
     change, undo = write(passwd, text.replace("/home/one", "/home/two"))
     rt.case("glibc-files", nsproj, "glibc-passwd", change, undo, "/etc/passwd (bound): home edited")
@@ -637,7 +664,8 @@ def proc_dev(rt: RedTeam, want: Callable[[str], bool]) -> None:
         return
     proj = Proj(rt.base / "procdev")
     r = proj.root
-    files(r, {"data/cwd.txt": "1\n", "data/root.txt": "1\n", "data/fd.txt": "1\n"})
+    tree = {"data/cwd.txt": "1\n", "data/root.txt": "1\n", "data/fd.txt": "1\n"}
+    files(r, {**tree, "data/procfd.txt": "1\n"})
     shm = Path(f"/dev/shm/memotest-soundness-{os.getpid()}.txt")
     shm.write_text("1\n")
     try:
@@ -647,6 +675,14 @@ def proc_dev(rt: RedTeam, want: Callable[[str], bool]) -> None:
             *toml("proc-root", [rt.py, "-c", read, f"/proc/self/root{r}/data/root.txt"]),
             *toml("dev-fd", ["sh", "-c", "exec 3<data/fd.txt; cat /dev/fd/3"]),
             *toml("dev-shm", [rt.py, "-c", read, str(shm)]),
+            *toml(
+                "proc-fd",
+                py_c(
+                    rt.py,
+                    "import os; fd = os.open('data/procfd.txt', os.O_RDONLY)\n"
+                    "print(open(f'/proc/self/fd/{fd}').read())",
+                ),
+            ),
         ]
         (r / "memotest.toml").write_text("\n".join(lines))
         rt.baseline(proj)
@@ -655,6 +691,7 @@ def proc_dev(rt: RedTeam, want: Callable[[str], bool]) -> None:
             ("proc-root", r / "data/root.txt"),
             ("dev-fd", r / "data/fd.txt"),
             ("dev-shm", shm),
+            ("proc-fd", r / "data/procfd.txt"),
         ):
             change, undo = write(path, "2\n")
             rt.case("proc-dev", proj, t, change, undo, f"{path}: edited")
@@ -667,7 +704,10 @@ def new_writer(rt: RedTeam, want: Callable[[str], bool]) -> None:
     proj = Proj(rt.base / "writer")
     files(proj.root, {"data.txt": "old"})
     cfg = proj.root / "memotest.toml"
-    reader = toml("reader", py_c(rt.py, "print(open('data.txt').read())"))
+    reader = [
+        *toml("reader", py_c(rt.py, "print(open('data.txt').read())")),
+        *toml("reader-absent", py_c(rt.py, "import os; print(os.path.exists('flag.txt'))")),
+    ]
 
     def targets(writer: str) -> str:
         return "\n".join([*reader, *toml("writer", py_c(rt.py, writer))])
@@ -686,6 +726,16 @@ def new_writer(rt: RedTeam, want: Callable[[str], bool]) -> None:
 
         detail = f"writer edited to write data.txt ({content!r}, was 'old')"
         rt.case(kind, proj, "reader", change, undo, detail, build=[])
+    if want("new-writer"):
+        edited = targets("import time; time.sleep(1); open('flag.txt', 'w').write('x')")
+        change, undo_def = write(cfg, edited)
+
+        def undo_flag() -> None:
+            undo_def()
+            (proj.root / "flag.txt").unlink()
+
+        detail = "writer edited to create flag.txt, which the reader found absent"
+        rt.case("new-writer", proj, "reader-absent", change, undo_flag, detail, build=[])
 
 
 def code_lineno(rt: RedTeam, want: Callable[[str], bool]) -> None:
@@ -755,6 +805,7 @@ def declared(rt: RedTeam, want: Callable[[str], bool]) -> None:
     lines = [
         *toml("declared-glob", noop, inputs='["data/glob/*.txt"]'),
         *toml("declared-folder", noop, inputs='["data/tree"]'),
+        *toml("declared-deep", noop, inputs='["data/tree/**/*.txt"]'),
     ]
     (r / "memotest.toml").write_text("\n".join(lines))
     rt.baseline(proj)
@@ -764,6 +815,7 @@ def declared(rt: RedTeam, want: Callable[[str], bool]) -> None:
             ("declared-glob", write(r / "data/glob/a.txt", "A\n"), "data/glob/a.txt: edited"),
             ("declared-folder", create(r / "data/tree/sub/new.txt"), "data/tree/sub/new.txt"),
             ("declared-folder", write(r / "data/tree/sub/x.txt", "X\n"), "data/tree/sub/x.txt"),
+            ("declared-deep", create(r / "data/tree/sub/y.txt"), "data/tree/sub/y.txt: a match"),
         ):
             rt.case("declared-glob", proj, t, change, undo, detail)
     if want("declared-glob-other"):
@@ -787,7 +839,7 @@ def run(rt: RedTeam, want: Callable[[str], bool]) -> list[dict]:
         settings_shape(rt, want)
     if any(want(k) for k in ("metadata", "metadata-mtime", "metadata-other")):
         metadata(rt, want)
-    if want("umask") or want("append-read"):
+    if want("umask") or want("rlimit") or want("append-read"):
         umask_append(rt, want)
     glibc_files(rt, want)
     proc_dev(rt, want)
