@@ -68,6 +68,7 @@ class Roots:
         self._to: dict[str, str] = {}
         self._from: dict[str, str] = {}
         self._texts: dict[str, str] = {}
+        self._sql: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
 
     def names(self) -> list[str]:
         """The roots' names, sorted (part of every key: a record made with a root
@@ -109,6 +110,27 @@ class Roots:
             return stored
         return root + sep + rest if root != "/" else "/" + rest
 
+    def sql_local(self, query: str, column: str) -> tuple[str, tuple[str, ...]]:
+        """``query`` with ``{path}`` replaced by an SQL expression that gives the stored
+        path ``column`` as :meth:`local` would, for the roots whose path is text (the
+        no-op path then converts in SQLite), and its parameters; what it leaves as
+        stored starts with ``@``, and :meth:`local` does it."""
+        key = (query, column)
+        found = self._sql.get(key)
+        if found is None:
+            whens, params = [], []
+            for name, path in self.paths.items():
+                if path != "/" and _utf8(path):
+                    n = len(name) + 1
+                    whens.append(
+                        f"WHEN substr({column}, 1, {n + 1}) = '@{name}/' OR {column} = '@{name}'"
+                        f" THEN ? || substr({column}, {n + 1})"
+                    )
+                    params.append(path)
+            expr = f"CASE {' '.join(whens)} ELSE {column} END" if whens else column
+            found = self._sql[key] = (query.format(path=expr), tuple(params))
+        return found
+
     def portable_text(self, text: str) -> str:
         """``text`` with each root's path in it (followed by a separator or the end) put
         as ``@NAME`` and each ``@`` as ``@@``: the form a key is computed from."""
@@ -124,6 +146,14 @@ class Roots:
     def _replace(self, m: re.Match[str]) -> str:
         found = m.group(0)
         return "@@" if found == "@" else "@" + self._by_spelling[found]
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def load_roots(

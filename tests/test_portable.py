@@ -124,3 +124,23 @@ def test_roots_both_ways(prefix: str, tmp_path: Path) -> None:
     assert roots.portable_text(f"PATH={venv}/bin:{p}2/bin:/usr/bin @x") == (
         f"PATH=@venv/bin:{p}2/bin:/usr/bin @@x"
     )
+
+
+def test_sqlite_reads_paths_back_as_local_does(tmp_path: Path) -> None:
+    import sqlite3
+
+    from memotest.roots import Roots
+
+    (tmp_path / "p" / "v").mkdir(parents=True)
+    roots = Roots(tmp_path / "p", {"v": str(tmp_path / "p" / "v")})
+    stored = ["@project", "@project/a", "@v/b", "@@x", "@other/y", "/usr/lib/z", b"@v/\xff"]
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE t(path)")
+    conn.executemany("INSERT INTO t VALUES (?)", [(s,) for s in stored])
+    sql, params = roots.sql_local("SELECT {path} FROM t", "path")
+    got = [r[0] for r in conn.execute(sql, params)]
+    for s, g in zip(stored, got, strict=True):
+        if isinstance(s, str) and not s.startswith(("@@", "@other")):
+            assert g == roots.local(s)
+        else:  # left as stored, for Roots.local
+            assert g == s

@@ -39,8 +39,8 @@ from memotest.roots import Roots
 from memotest.store.errors import StoreError
 from memotest.store.schema import transaction
 
-_SELECT = (
-    "SELECT f.id, p.path, f.kind, f.digest, f.link, f.mtime_ns, f.size, f.ino, f.ctime_ns, "
+_SELECT = (  # {path}: the stored path made local by SQLite (Roots.sql_local)
+    "SELECT f.id, {path}, f.kind, f.digest, f.link, f.mtime_ns, f.size, f.ino, f.ctime_ns, "
     "f.verified_ns FROM fps f JOIN paths p ON p.id = f.path_id"
 )
 
@@ -261,16 +261,15 @@ class FingerprintTable:
                 total = conn.execute("SELECT count(*) FROM fps").fetchone()[0]
                 if len(missing) * 4 >= total:
                     # Rows this store refreshed are newer than the table's: keep them.
-                    local = self.roots.local
-                    fetched = {r[0]: _text_row(r, local) for r in conn.execute(_SELECT)}
+                    sql, local = self.roots.sql_local(_SELECT, "p.path"), self.roots.local
+                    fetched = {r[0]: _text_row(r, local) for r in conn.execute(*sql)}
                     fetched.update(rows)
                     self._rows = rows = fetched
                     self._rows_complete = True
                 else:
-                    for r in conn.execute(
-                        _SELECT + " WHERE f.id IN (SELECT value FROM json_each(?))",
-                        (json.dumps(missing),),
-                    ):
+                    sql, params = self.roots.sql_local(_SELECT, "p.path")
+                    sql += " WHERE f.id IN (SELECT value FROM json_each(?))"
+                    for r in conn.execute(sql, (*params, json.dumps(missing))):
                         rows[r[0]] = _text_row(r, self.roots.local)
             return rows
 
