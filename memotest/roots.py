@@ -148,12 +148,9 @@ class Roots:
         return "@@" if found == "@" else "@" + self._by_spelling[found]
 
 
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+def _utf8(path: str) -> bool:
+    """Whether ``path`` is text (no byte ``os.fsdecode`` escaped), so SQLite can hold it."""
+    return not any("\udc80" <= c <= "\udcff" for c in path)
 
 
 def load_roots(
