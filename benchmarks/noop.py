@@ -92,7 +92,11 @@ def load_targets(toml: Path) -> tuple[list[Target], dict[str, object], str]:
 
         project = load(toml)
         targets = list(project.targets.values())
-        return targets, {t.name: keys.target_key(t, project.settings) for t in targets}, "cli"
+        from memotest.roots import of as roots_of
+
+        roots = roots_of(project.root, project.settings.roots)
+        tkeys = {t.name: keys.target_key(t, project.settings, roots=roots) for t in targets}
+        return targets, tkeys, "cli"
     except ImportError:  # pragma: no cover - the CLI's modules are not there
         from memotest.keys import TargetKey
 

@@ -50,6 +50,9 @@ class Settings:
     #: Endpoints outside the target's tree whose data the user vouches never changes a
     #: result (``memotest/services.py``); part of every target's key.
     services: tuple[str, ...] = ()
+    #: The roots the user names besides the project's (``name -> absolute path``):
+    #: records are relative to them (:mod:`memotest.roots`).
+    roots: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -17,6 +17,13 @@ capabilities and ``no_new_privs``, the execution domain (``personality``), the m
 and per target the real path of its working folder (what ``os.getcwd()`` returns: the
 same path through a retargeted symbolic link is another folder). These values are not
 secrets and are kept in clear.
+
+Portable keys: the same target in a copy of the project at another path has the same key.
+Every path in the key is taken under the project's roots (:mod:`memotest.roots`): the
+folder (``@project/sub``), the paths in the command, the declared env and inputs, and in
+the values of the passed variables (``PATH=@venv/bin:/usr/bin``) before they are hashed;
+the roots' names are keyed (``=roots``). The ids stay keyed as they are (a test can read
+them, and root skips permission checks): see ``docs/limits.md``.
 """
 
 from __future__ import annotations
@@ -34,9 +41,16 @@ import xxhash
 from memotest import __version__
 from memotest.config import Settings
 from memotest.model import Target
+from memotest.roots import Roots
+
+
+def _same(text: str) -> str:
+    """No roots (a caller that names no project): paths stay as they are."""
+    return text
+
 
 #: Bumped when what a record means changes; records of another recorder are stale.
-RECORDER = f"memotest-{__version__}/2"
+RECORDER = f"memotest-{__version__}/3"
 
 
 @dataclass(frozen=True)
@@ -54,16 +68,19 @@ def digest(data: bytes | str) -> str:
     return xxhash.xxh3_128_hexdigest(data.encode() if isinstance(data, str) else data)
 
 
-def definition(target: Target) -> dict[str, object]:
-    """The fields that decide what the target does (``needs`` only orders it)."""
+def definition(target: Target, roots: Roots | None = None) -> dict[str, object]:
+    """The fields that decide what the target does (``needs`` only orders it), with the
+    paths under a root in them in portable form (:meth:`Roots.portable_text`)."""
+    text = roots.portable_text if roots is not None else _same
+    command = target.command
     return {
-        "command": list(target.command) if isinstance(target.command, tuple) else target.command,
-        "cwd": target.cwd,
-        "env": dict(target.env),
+        "command": text(command) if isinstance(command, str) else [text(w) for w in command],
+        "cwd": text(target.cwd),
+        "env": {k: text(v) for k, v in target.env},
         "timeout": target.timeout,
         "tags": sorted(target.tags),
         "outputs": list(target.outputs),
-        "inputs": list(target.inputs),
+        "inputs": [text(p) for p in target.inputs],
     }
 
 
@@ -131,14 +148,18 @@ def process_state() -> dict[str, str]:
 
 
 def env_key(
-    settings: Settings, environ: Mapping[str, str] | None = None
+    settings: Settings, environ: Mapping[str, str] | None = None, roots: Roots | None = None
 ) -> tuple[dict[str, str | None], str]:
-    """The passed variables (name -> hash of the value, None when a named one is unset)
-    and the inherited process state (:func:`process_state`), and their hash: the same
-    for every target of a build, so compute it once."""
+    """The passed variables (name -> hash of the value in portable form, None when a
+    named one is unset), the inherited process state (:func:`process_state`) and the
+    names of the roots (``=roots``), and their hash: the same for every target of a
+    build, so compute it once."""
     passed = passed_environ(settings, environ)
-    env: dict[str, str | None] = {k: digest(v) for k, v in sorted(passed.items())}
+    text = roots.portable_text if roots is not None else _same
+    env: dict[str, str | None] = {k: digest(text(v)) for k, v in sorted(passed.items())}
     env.update(process_state())
+    if roots is not None:
+        env["=roots"] = ",".join(roots.names())
     for pat in settings.pass_env:  # an unset literal name is part of the key too
         if not any(c in pat for c in "*?[") and pat not in env:
             env[pat] = None
@@ -151,14 +172,19 @@ def target_key(
     environ: Mapping[str, str] | None = None,
     env: tuple[dict[str, str | None], str] | None = None,
     shaping: frozenset[str] | None = None,
+    roots: Roots | None = None,
 ) -> TargetKey:
-    """``env`` is :func:`env_key`'s result when the caller already has it; ``shaping``
-    is :func:`memotest.shaping.granted`'s."""
-    d = definition(target) | ({"services": sorted(settings.services)} if settings.services else {})
-    values, env_hash = env if env is not None else env_key(settings, environ)
+    """``env`` is :func:`env_key`'s result (with the same ``roots``) when the caller
+    already has it; ``shaping`` is :func:`memotest.shaping.granted`'s; ``roots`` the
+    project's (:mod:`memotest.roots`), which make the key the same at another path."""
+    d = definition(target, roots)
+    if settings.services:
+        d["services"] = sorted(settings.services)
+    values, env_hash = env if env is not None else env_key(settings, environ, roots)
     values = dict(values)
-    # The folder the target starts in, as ``os.getcwd()`` will name it.
-    values["=cwd"] = os.path.realpath(target.cwd)
+    # The folder the target starts in, as ``os.getcwd()`` will name it, under its root.
+    cwd = os.path.realpath(target.cwd)
+    values["=cwd"] = roots.portable(cwd) if roots is not None else cwd
     return TargetKey(
         def_hash=digest(json.dumps(d, sort_keys=True)),
         definition=d,

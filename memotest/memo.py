@@ -107,7 +107,7 @@ def _replay_or_run(
     tee: BinaryIO | None,
     unkeyed_env: Mapping[str, str] | None,
 ) -> MemoResult:
-    with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT) as store:
+    with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT, roots=step.roots) as store:
         verdict = step.check([target], store)[target.name]
         if isinstance(verdict, Fresh):
             rec = verdict.record
@@ -143,7 +143,7 @@ def _record(
     if outcome.trace is None:
         return step.record(target, outcome, verdict, None)
     try:
-        with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT) as store:
+        with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT, roots=step.roots) as store:
             result = step.record(target, outcome, verdict, store)
             with contextlib.suppress(StoreError, OSError):
                 store.gc_if_due()  # housekeeping: the next call does it if this one fails

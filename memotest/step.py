@@ -44,6 +44,7 @@ from memotest.plugins import Config
 from memotest.record import make_record
 from memotest.report import TargetResult
 from memotest.rewritten import Before, snapshot
+from memotest.roots import of as roots_of
 from memotest.runner import Runner
 from memotest.shaping import granted
 from memotest.store import STORE_DIR, Record, Store, StoreError
@@ -75,7 +76,9 @@ class Step:
         self.config = config
         self.environ = os.environ if environ is None else environ
         self.force = force
-        self.env = keymod.env_key(settings, self.environ)  # the same for every target
+        #: The roots records and keys are relative to (:mod:`memotest.roots`).
+        self.roots = roots_of(root, settings.roots)
+        self.env = keymod.env_key(settings, self.environ, self.roots)  # the same for all
         self.store_dir = str(root / STORE_DIR)
         self.ignore = Ignore(settings.ignore, str(root), [self.store_dir])
         # --whole-files (or a pool made without the finer modes) withdraws them.
@@ -91,7 +94,9 @@ class Step:
         self.unreplayable: dict[str, str] = {}
 
     def key(self, target: Target) -> TargetKey:
-        return keymod.target_key(target, self.settings, env=self.env, shaping=self.shaping)
+        return keymod.target_key(
+            target, self.settings, env=self.env, shaping=self.shaping, roots=self.roots
+        )
 
     def check(self, targets: list[Target], store: Store | None) -> dict[str, Verdict]:
         """Fresh or stale, for each target (all stale without a store: ``--no-cache``)."""

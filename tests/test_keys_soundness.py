@@ -152,24 +152,24 @@ def test_ignored_signals_are_part_of_the_key(tmp_path):
 
 
 def test_the_real_working_folder_is_part_of_the_key(tmp_path):
-    """The same path, another folder: ``os.getcwd()`` names the folder the link points to."""
-    for side in ("a", "b"):
-        write_tree(
-            tmp_path / side,
-            {
-                "memotest.toml": f'[targets.t]\ncommand = "{sys.executable} probe.py"\n',
-                "probe.py": "import os\nassert os.getcwd().endswith('/a'), os.getcwd()\n",
-            },
-        )
-    link = tmp_path / "proj"
-    link.symlink_to(tmp_path / "a")
-    # The store lives in a folder both share, so a record of one is seen from the other.
-    store = tmp_path / "store"
-    store.mkdir()
-    for side in ("a", "b"):
-        (tmp_path / side / ".memotest").symlink_to(store)
-    env = dict(os.environ, PWD=str(link))
-    assert build_statuses(link, env=env)[2] == {"t": "passed"}
+    """The same path, another folder: ``os.getcwd()`` names the folder the link points to.
+
+    Keyed under the project root (``@project/a``, :mod:`memotest.roots`), so the link and
+    its two targets are in the project: a copy of the whole project at another path is
+    the same folder (``tests/test_portable.py``; ``docs/limits.md``)."""
+    proj = tmp_path / "proj"
+    write_tree(
+        proj,
+        {
+            "memotest.toml": f'[targets.t]\ncommand = "{sys.executable} probe.py"\ncwd = "cur"\n',
+            "a/probe.py": "import os\nassert os.getcwd().endswith('/a'), os.getcwd()\n",
+            "b/probe.py": "import os\nassert os.getcwd().endswith('/a'), os.getcwd()\n",
+        },
+    )
+    link = proj / "cur"
+    link.symlink_to(proj / "a")
+    assert build_statuses(proj)[2] == {"t": "passed"}
+    assert build_statuses(proj)[2] == {"t": "cached"}
     link.unlink()
-    link.symlink_to(tmp_path / "b")
-    assert build_statuses(link, env=env)[2] == {"t": "failed"}
+    link.symlink_to(proj / "b")
+    assert build_statuses(proj)[2] == {"t": "failed"}

@@ -13,6 +13,7 @@ from typing import TypeVar
 from memotest import plugins
 from memotest.config import Project, Settings
 from memotest.errors import ConfigError, UsageError
+from memotest.roots import of as roots_of
 from memotest.store import STORE_DIR, Record, Store, StoreDamaged, StoreError, StoreLocked
 
 LOCK_WAIT = 600.0
@@ -43,7 +44,10 @@ def open_store(project: Project, *, lock: bool) -> Store:
     With ``lock`` a damaged store is set aside and made anew; without it, it raises
     :class:`~memotest.store.StoreDamaged` (a usage error: exit 2, saying how to fix it),
     as does any later read of a damaged part."""
-    return _with_lock(lambda timeout: Store.open(project.root, lock=lock, lock_timeout=timeout))
+    roots = roots_of(project.root, project.settings.roots)
+    return _with_lock(
+        lambda timeout: Store.open(project.root, lock=lock, lock_timeout=timeout, roots=roots)
+    )
 
 
 def wipe_store(project: Project) -> None:

@@ -11,6 +11,7 @@ from memotest.keys import TargetKey, target_key
 from memotest.model import Target
 from memotest.observe import file_states
 from memotest.plan import Fresh, Stale, plan
+from memotest.roots import of as roots_of
 from memotest.shaping import granted
 
 
@@ -46,7 +47,10 @@ def explain(config: plugins.Config) -> int:
     targets = [t for t in targets if t.name in named] or targets
     with open_store(project, lock=False) as store:
         shaping = granted(project.settings, code_level=True)
-        keys = {t.name: target_key(t, project.settings, shaping=shaping) for t in targets}
+        roots = roots_of(project.root, project.settings.roots)
+        keys = {
+            t.name: target_key(t, project.settings, shaping=shaping, roots=roots) for t in targets
+        }
         verdicts = plan(targets, keys, store, file_states(project))
     say(verdicts)
     return 0

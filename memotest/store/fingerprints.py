@@ -14,6 +14,9 @@ under the same signature: :func:`memotest.fingerprint.is_racy`).
 writes: the write index (path -> id, (path_id, kind, digest) -> (id, sig, verified_ns)),
 loaded on the first write, and the rows read by id, kept current by this store's own writes.
 
+Paths are stored portable, here and nowhere else (:mod:`memotest.roots`: ``@project/a.py``),
+each converted once; the write index is keyed by the stored form; a symlink's text is kept.
+
 Paths are bytes on Linux: a path (or a symlink's text) that is not UTF-8, held as ``str``
 with lone surrogates (``os.fsdecode``), is stored as a BLOB of its bytes, since SQLite's
 text is UTF-8 (:func:`to_db`, :func:`from_db`); every other one as the text it always was.
@@ -32,11 +35,12 @@ from typing import Any, NamedTuple, overload
 
 from memotest.fingerprint import Fingerprint, is_racy
 from memotest.model import Input, Kind, StatSig
+from memotest.roots import Roots
 from memotest.store.errors import StoreError
 from memotest.store.schema import transaction
 
-_SELECT = (
-    "SELECT f.id, p.path, f.kind, f.digest, f.link, f.mtime_ns, f.size, f.ino, f.ctime_ns, "
+_SELECT = (  # {path}: the stored path made local by SQLite (Roots.sql_local)
+    "SELECT f.id, {path}, f.kind, f.digest, f.link, f.mtime_ns, f.size, f.ino, f.ctime_ns, "
     "f.verified_ns FROM fps f JOIN paths p ON p.id = f.path_id"
 )
 
@@ -147,8 +151,8 @@ class FingerprintTable:
     """The ``paths`` and ``fps`` tables of an open store, with their caches.
 
     ``db`` gives the store's connection; ``mutex`` is the store's lock, held around every
-    use of the connection and the caches; ``guard`` is the store's way of calling what reads
-    the database (:mod:`memotest.store.damage`: a damaged one is set aside or reported),
+    use of the connection and the caches; ``roots``, what stored paths are relative to;
+    ``guard`` is the store's way of calling what reads the database (:mod:`~.damage`),
     used by :meth:`rows`, which lazy inputs call outside any other method of the store.
     """
 
@@ -156,22 +160,21 @@ class FingerprintTable:
         self,
         db: Callable[[], sqlite3.Connection],
         mutex: threading.RLock,
+        roots: Roots,
         guard: Callable[[str, Callable[[], Any]], Any] | None = None,
     ) -> None:
         self._db = db
+        self.roots = roots
         self._mutex = mutex
         self._guard = guard or (lambda _what, fn: fn())
-        self._path_ids: dict[str, int] | None = None
+        self._path_ids: dict[str, int] | None = None  # stored path -> id
         self._fp_index: dict[tuple[int, str, str], _Entry] = {}
         self._rows: dict[int, tuple[Any, ...]] = {}
         self._rows_complete = False
 
     def forget(self) -> None:
         """Drop the caches (after rows were deleted or the database replaced)."""
-        self._path_ids = None
-        self._fp_index = {}
-        self._rows = {}
-        self._rows_complete = False
+        self._path_ids, self._fp_index, self._rows, self._rows_complete = None, {}, {}, False
 
     def intern(self, conn: sqlite3.Connection, inputs: Iterable[Input]) -> Interned:
         """The ids of ``inputs``' fingerprints, inserting the new ones and storing better
@@ -180,8 +183,9 @@ class FingerprintTable:
         path_ids = self._load_write_index()
         index = self._fp_index
         done = Interned()
+        portable = self.roots.portable
         for inp in inputs:
-            path = inp.path
+            path = portable(inp.path)
             pid = path_ids.get(path) or done.paths.get(path)
             if pid is None:
                 pid = _insert_path(conn, to_db(path))
@@ -257,16 +261,16 @@ class FingerprintTable:
                 total = conn.execute("SELECT count(*) FROM fps").fetchone()[0]
                 if len(missing) * 4 >= total:
                     # Rows this store refreshed are newer than the table's: keep them.
-                    fetched = {r[0]: _text_row(r) for r in conn.execute(_SELECT).fetchall()}
+                    sql, local = self.roots.sql_local(_SELECT, "p.path"), self.roots.local
+                    fetched = {r[0]: _text_row(r, local) for r in conn.execute(*sql)}
                     fetched.update(rows)
                     self._rows = rows = fetched
                     self._rows_complete = True
                 else:
-                    for r in conn.execute(
-                        _SELECT + " WHERE f.id IN (SELECT value FROM json_each(?))",
-                        (json.dumps(missing),),
-                    ):
-                        rows[r[0]] = _text_row(r)
+                    sql, params = self.roots.sql_local(_SELECT, "p.path")
+                    sql += " WHERE f.id IN (SELECT value FROM json_each(?))"
+                    for r in conn.execute(sql, (*params, json.dumps(missing))):
+                        rows[r[0]] = _text_row(r, self.roots.local)
             return rows
 
     def refresh(self, updates: Mapping[int, tuple[Sequence[int], int]]) -> int:
@@ -284,7 +288,7 @@ class FingerprintTable:
                     path_ids = self._path_ids = None  # reload the write index lazily
                     continue
                 self._rows[fid] = (*row[:5], *sig, int(v))
-                pid = path_ids.get(row[1]) if path_ids is not None else None
+                pid = path_ids.get(self.roots.portable(row[1])) if path_ids is not None else None
                 if pid is not None:
                     self._fp_index[(pid, row[2], row[3])] = (fid, tuple(sig), int(v))
         return len(updates)
@@ -294,7 +298,7 @@ class FingerprintTable:
         wanted = list(dict.fromkeys(paths))
         if not wanted:
             return set()
-        stored = [to_db(p) for p in wanted]
+        stored = [to_db(self.roots.portable(p)) for p in wanted]
         texts = [p for p in stored if isinstance(p, str)]
         sql = "SELECT f.id FROM fps f JOIN paths p ON p.id = f.path_id WHERE p.path"
         with self._mutex:
@@ -357,11 +361,12 @@ def from_db(value: str | bytes | None) -> str | None:
     return os.fsdecode(value) if isinstance(value, bytes) else value
 
 
-def _text_row(r: tuple[Any, ...]) -> tuple[Any, ...]:
-    """An ``fps`` row (:data:`_SELECT`) with its path and link as ``str``."""
-    if type(r[1]) is str and type(r[4]) is not bytes:
+def _text_row(r: tuple[Any, ...], local: Callable[[str], str]) -> tuple[Any, ...]:
+    """An ``fps`` row (:data:`_SELECT`) with its path made ``local`` and its link ``str``."""
+    path = r[1]
+    if type(path) is str and path[:1] != "@" and type(r[4]) is not bytes:
         return r
-    return (r[0], from_db(r[1]), *r[2:4], from_db(r[4]), *r[5:])
+    return (r[0], local(from_db(path)), *r[2:4], from_db(r[4]), *r[5:])
 
 
 def _insert_path(conn: sqlite3.Connection, path: str | bytes | None) -> int:

@@ -1,11 +1,11 @@
 """The :class:`Store`: an open ``.memotest/``, the one object the rest of memotest holds.
 
-It owns the database connection (:mod:`~memotest.store.schema`), the build lock
-(:mod:`~memotest.store.lock`), the fingerprint tables and their caches
-(:mod:`~memotest.store.fingerprints`) and the blobs (:mod:`~memotest.store.blobs`), and
-orders their writes for crash safety: a record's blobs are stored *before* the transaction
-that writes its row, its fingerprint rows and its input array, so a process killed at any
-instant leaves each record either absent or complete.
+It owns the database connection (:mod:`.schema`), the build lock (:mod:`.lock`), the
+fingerprint tables and their caches (:mod:`.fingerprints`), the blobs (:mod:`.blobs`) and
+the roots paths are stored under (:mod:`.portable`), and orders their writes for crash
+safety: a record's blobs are stored *before* the transaction that writes its row, its
+fingerprint rows and its input array: a process killed at any instant leaves each record
+either absent or complete.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from memotest.model import Input
 from memotest.observable import listing_digest, split_listing
+from memotest.roots import Roots
 from memotest.store import damage, records, schema
 from memotest.store.blobs import CAS_DIR, LocalBlobStore
 from memotest.store.errors import CorruptBlob, StoreDamaged, StoreError
@@ -27,6 +28,7 @@ from memotest.store.fingerprints import FingerprintTable, storable_updates
 from memotest.store.gc import PUTS_KEY, GcStats, collect, is_due
 from memotest.store.lock import LOCK_FILE, acquire_lock, release_lock
 from memotest.store.outputs import restore_file, restore_outputs
+from memotest.store.portable import loaded, stored
 from memotest.store.records import Record
 
 #: The folder, beside the targets file, that holds the store.
@@ -36,11 +38,8 @@ T = TypeVar("T")
 
 
 class Store:
-    """An open ``.memotest/`` store. Use :meth:`open`; a context manager.
-
-    Thread-safe: one connection guarded by a lock, so a scheduler's worker threads may
-    ``put`` results while others read.
-    """
+    """An open ``.memotest/`` store (use :meth:`open`; a context manager). Thread-safe: one
+    connection guarded by a lock, so a scheduler's threads may ``put`` while others read."""
 
     def __init__(self, root: Path, conn: sqlite3.Connection | None, lock_fd: int | None) -> None:
         self.root = root
@@ -51,22 +50,28 @@ class Store:
         self._lock_fd = lock_fd
         self._mutex = threading.RLock()
         self._blobs = LocalBlobStore(self.cas_dir)
-        self._fps = FingerprintTable(self._db, self._mutex, self._guarded)
+        self._fps = FingerprintTable(self._db, self._mutex, Roots(root), self._guarded)
         self._said_blob = False  # a damaged blob was reported (once per store handle)
         self._puts = 0  # records written through this handle, for gc_if_due()
 
     # -- opening and closing --------------------------------------------------------------
 
     @classmethod
-    def open(cls, root: Path | str, *, lock: bool = True, lock_timeout: float = 30.0) -> Store:
+    def open(
+        cls,
+        root: Path | str,
+        *,
+        lock: bool = True,
+        lock_timeout: float = 30.0,
+        roots: Roots | None = None,
+    ) -> Store:
         """Open (creating it if needed) the store in ``root/.memotest``.
 
-        ``root`` is the folder of the targets file. With ``lock`` (builds), take the
-        exclusive build lock, waiting up to ``lock_timeout`` seconds, then raise
-        :class:`~memotest.store.StoreLocked`; a damaged part is set aside and made anew
-        (:mod:`memotest.store.damage`). Without it (explain, show, list) the store is
-        read-only, and a damaged one raises :class:`~memotest.store.StoreDamaged`.
-        """
+        ``root`` is the folder of the targets file, ``roots`` what paths are stored under
+        (:mod:`.portable`; default: ``root``). With ``lock`` (builds), take the exclusive
+        build lock, waiting up to ``lock_timeout`` seconds, then raise :class:`~.StoreLocked`;
+        a damaged part is set aside and made anew (:mod:`.damage`). Without it (explain,
+        show, list) the store is read-only, and a damaged one raises :class:`~.StoreDamaged`."""
         root = Path(root).absolute()
         d = root / STORE_DIR
         why = damage.not_a_folder(d)
@@ -86,6 +91,7 @@ class Store:
                 damage.set_aside(d, [d / CAS_DIR], why)
             (d / CAS_DIR).mkdir(exist_ok=True)
             store = cls(root, None, lock_fd)
+            store._fps.roots = roots or store._fps.roots
             store._guarded("opening the database", store._connect)
         except BaseException:
             if lock_fd is not None:
@@ -193,10 +199,11 @@ class Store:
         ids): cheap to load by the thousand, materialized only when iterated.
         """
         wanted = None if names is None else list(names)
-        return self._guarded(
+        found = self._guarded(
             "reading the records",
             lambda: records.from_rows(records.select(self._db(), wanted), self._fps),
         )
+        return loaded(found, self._fps.roots)
 
     def put(self, record: Record) -> None:
         """Store ``record`` (replacing the previous one of that name) in one transaction.
@@ -214,7 +221,7 @@ class Store:
         def put() -> None:
             with schema.transaction(self._db()) as conn:
                 interned = self._fps.intern(conn, record.inputs)
-                records.insert(conn, record, interned.ids)
+                records.insert(conn, stored(record, self._fps.roots), interned.ids)
             self._fps.learn(interned)
 
         self._guarded(f"recording {record.name}", put)
@@ -272,23 +279,19 @@ class Store:
 
     @classmethod
     def wipe(cls, root: Path | str, *, lock_timeout: float = 30.0) -> None:
-        """Delete the store of ``root``, whatever is there (``memotest clean``:
-        :func:`memotest.store.damage.wipe`)."""
+        """Delete the store of ``root``, whatever is there (``clean``: :func:`.damage.wipe`)."""
         damage.wipe(Path(root).absolute() / STORE_DIR, lock_timeout)
 
     # -- fingerprints -------------------------------------------------------------------
 
     def fingerprint_rows(self, ids: Iterable[int]) -> dict[int, tuple[Any, ...]]:
-        """The ``fps`` rows of ``ids`` that exist, as tuples in
-        :class:`~memotest.store.FpRow` order. Cached for the store's life (and kept current
-        by this store's own writes)."""
+        """The ``fps`` rows of ``ids`` that exist, as tuples in :class:`~.FpRow` order.
+        Cached for the store's life (and kept current by this store's own writes)."""
         return self._fps.rows(ids)
 
     def refresh(self, updates: Mapping[int, tuple[Sequence[int], int]]) -> int:
-        """Store new ``(sig, verified_ns)`` for fingerprints that were re-hashed and held.
-
-        One transaction; returns the number of rows updated. No-op when empty.
-        """
+        """Store new ``(sig, verified_ns)`` for fingerprints that were re-hashed and held, in
+        one transaction; returns the number of rows updated. No-op when empty."""
         updates = storable_updates(updates)
         if not updates:
             return 0
@@ -346,8 +349,7 @@ class Store:
     def restore_file(
         self, digest: str, path: str | os.PathLike[str], executable: bool | None = None
     ) -> bool:
-        """Write the blob ``digest`` to ``path`` atomically; False if it already had it
-        (:func:`memotest.store.outputs.restore_file`)."""
+        """Write the blob ``digest`` to ``path`` atomically; False if it already had it."""
         try:
             return restore_file(self._blobs, digest, path, executable)
         except CorruptBlob as exc:
@@ -365,9 +367,8 @@ class Store:
     # -- housekeeping -------------------------------------------------------------------
 
     def gc_if_due(self) -> GcStats | None:
-        """Collects garbage (:meth:`gc`) when it is due (:func:`memotest.store.gc.is_due`).
-        Returns what was removed, or None when it was not due. Called at the end of a
-        build, with the lock."""
+        """Collects garbage (:meth:`gc`) when it is due (:func:`~.gc.is_due`): what was
+        removed, or None when it was not due. Called at the end of a build, with the lock."""
         self._require_lock()
         if not self._puts:
             return None  # nothing replaced since the last look: a no-op build writes nothing

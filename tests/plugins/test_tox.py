@@ -450,3 +450,23 @@ def test_example_project_lint_env_is_memoized(tmp_path):
     code, out = tox(root, "-e", "lint")
     assert code == 0, out
     assert "memotest: cached, replayed" in out
+
+
+def test_a_copy_of_the_project_with_its_tox_envs_replays(proj, tmp_path):
+    """Portable records (``memotest/roots.py``): the env under ``.tox/`` is in the project
+    root, so the command (its python, the seq argument) and the variables tox sets
+    (``PATH``, ``VIRTUAL_ENV``, ``TOX_ENV_DIR``) are keyed as ``@project/...``."""
+    root, counter = proj
+    assert tox(root, "-e", "py")[0] == 0
+    copy = tmp_path / "elsewhere" / "proj"
+    shutil.copytree(root, copy, symlinks=True)
+    code, out = tox(copy, "-e", "py")
+    assert code == 0, out
+    assert "memotest: cached, replayed" in out, out
+    assert count(counter) == 1
+    (copy / "data.txt").write_text("two\n")
+    code, out = tox(copy, "-e", "py")
+    assert code == 0 and count(counter) == 2, out
+    assert "content: two" in out
+    code, out = tox(root, "-e", "py")
+    assert "memotest: cached, replayed" in out and count(counter) == 2, out

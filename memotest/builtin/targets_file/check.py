@@ -19,9 +19,10 @@ from memotest.builtin.targets_file.syntax import Lines
 from memotest.config import Project, Settings, find_cycle, target_problems
 from memotest.errors import ConfigError
 from memotest.model import SourceLocation, Target
+from memotest.roots import load_roots
 from memotest.services import check_services
 
-SETTINGS_KEYS = {"jobs", "pass_env", "ignore", "services"}
+SETTINGS_KEYS = {"jobs", "pass_env", "ignore", "services", "roots"}
 TARGET_KEYS = {
     "command",
     "cwd",
@@ -100,6 +101,15 @@ class Checker:
             s.services = tuple(self.str_list(raw["services"], (*keys, "services")))
             if bad := check_services(s.services):
                 raise self.fail((*keys, "services"), bad)
+        if "roots" in raw:
+            if not isinstance(raw["roots"], dict):
+                raise self.fail(
+                    (*keys, "roots"), 'roots must be a table, like {venv = "$VIRTUAL_ENV"}'
+                )
+            try:
+                s.roots = load_roots(raw["roots"], self.root)
+            except ValueError as exc:
+                raise self.fail((*keys, "roots"), str(exc)) from None
         return s
 
     def str_list(self, value: Any, keys: tuple[str, ...]) -> list[str]:
