@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from memotest.fingerprint import RACY_WINDOW_NS, FileStates, Fingerprint  # noqa: E402
-from memotest.model import Kind, Target  # noqa: E402
+from memotest.model import Kind, StatSig, Target  # noqa: E402
 from memotest.plan import Fresh, plan  # noqa: E402
 from memotest.store import Record, Store  # noqa: E402
 
@@ -61,7 +61,8 @@ def make_files(root: Path) -> tuple[list[str], list[str], list[str]]:
         for f in range(FILES_PER_DIR):
             p = folder / f"mod{f:03d}.py"
             p.write_text(f"# module {d}/{f}\nVALUE = {d * FILES_PER_DIR + f}\n")
-            os.utime(p, ns=(past, past))
+            at = past + (d * FILES_PER_DIR + f) * 1_000  # distinct: an order to check
+            os.utime(p, ns=(at, at))
             files.append(str(p))
         os.utime(folder, ns=(past, past))
         dirs.append(str(folder))
@@ -105,12 +106,25 @@ def load_targets(toml: Path) -> tuple[list[Target], dict[str, object], str]:
 
 
 def populate(
-    root: Path, targets: list[Target], keys: dict[str, object], inputs: dict[str, list]
+    root: Path,
+    targets: list[Target],
+    keys: dict[str, object],
+    inputs: dict[str, list],
+    order: bool = False,
 ) -> None:
     with Store.open(root) as store:
         log = store.put_blob(b"")
         for t in targets:
             k = keys[t.name]
+            if order:
+                from memotest.inputs.order import order_blob
+
+                files = [fp for fp in inputs[t.name] if fp.kind == "file"]
+                stated = [(fp.sig.mtime_ns, fp.path) for fp in files]
+                seen = min(fp.verified_ns for fp in files)
+                digest = store.put_blob(order_blob(stated))
+                fp = Fingerprint(min(stated)[1], Kind.ORDER, digest, StatSig(0, 0, 0, 0), seen)
+                inputs[t.name] = [*inputs[t.name], fp]
             store.put(
                 Record(
                     name=t.name,
@@ -161,10 +175,11 @@ def verdict(ok: bool) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keep", action="store_true", help="keep the generated project")
+    ap.add_argument("--order", action="store_true", help="records hold their mtime order")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="memotest-noop-"))
     try:
-        return run(tmp)
+        return run(tmp, order=args.order)
     finally:
         if args.keep:
             print(f"project kept in {tmp}")
@@ -172,7 +187,7 @@ def main() -> int:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run(root: Path) -> int:
+def run(root: Path, order: bool = False) -> int:
     t_setup = time.perf_counter()
     # The subprocess build imports memotest from this repository. PYTHONPATH is passed to
     # the targets (the default pass_env has PYTHON*), so it is part of their keys: set it
@@ -200,7 +215,7 @@ def run(root: Path) -> int:
             + rng.sample(fp_dirs, N_LISTINGS)
             + rng.sample(fp_absent, N_ABSENT)
         )
-    populate(root, targets, keys, inputs)
+    populate(root, targets, keys, inputs, order)
     with Store.open(root, lock=False) as store:
         size_mb = store.size_bytes() / 1e6
     setup_s = time.perf_counter() - t_setup

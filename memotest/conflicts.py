@@ -158,6 +158,7 @@ class Conflicts:
                 result.reason = (
                     f"replayed, then re-run: {verdicts[n].reason}, written in this build"
                 )
+                result.replaces = True
                 summary.results = [r for r in summary.results if r.name != n]
                 summary.results.append(result)
                 plugins.call("memotest_after_target", config=config, target=t, result=result)

@@ -157,15 +157,15 @@ class FileStates:
         skip_entry: Callable[[str], bool] | None = None,
     ) -> None:
         self.racy_window_ns = racy_window_ns
-        #: Entries of listed directories for which this is true (given the entry's full
-        #: path) are left out of listings, so that creating an ignored path such as a
-        #: ``__pycache__`` folder does not change the listing of its directory.
+        #: The wall clock before any path was stat'ed: every cached stat is newer.
+        self.created_ns = time.time_ns()
+        #: Entries of listed folders for which this is true (given the entry's full path)
+        #: are left out of listings: an ignored ``__pycache__`` made changes no listing.
         self.skip_entry = skip_entry
         #: Reads a blob of the store's CAS by its digest: what the digests of some kinds
         #: name (set by the build; without it, those fingerprints never hold).
         self.blobs: Callable[[str], bytes] | None = None
-        #: What the input kinds derive from files, per build (a compiled source file by
-        #: path), by kind name: kept as long as this snapshot.
+        #: What the input kinds derive, per build (a compiled file by path), by kind name.
         self.derived: dict[str, dict[str, Any]] = {}
         self.counters = Counters()
         self._lstat: dict[str, os.stat_result | None] = {}

@@ -233,7 +233,9 @@ def memotest_target_running(names: list[str], config: Config) -> None:
 def memotest_after_target(target: Target, result: TargetResult, config: Config) -> None:
     """Called once per target, in the main thread, after it finished, was replayed from
     the cache or was skipped; returns nothing. ``result.status`` is passed, failed,
-    cached, timeout, error or skipped.
+    cached, timeout, error or skipped. Once more for a replayed target that runs after
+    all, because a run of the build wrote what it read: that ``result.replaces`` the
+    first (count the target once, with its last result, as the summary does).
 
     Example::
 

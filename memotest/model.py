@@ -224,6 +224,9 @@ class Kind(str, enum.Enum):
     #: a declared input that is a glob pattern, by the paths matching it: the digest
     #: names the CAS blob of those paths (each match is an input of its own besides)
     GLOB = "glob"
+    #: the order of modification times among the files the run stat'ed: the digest names
+    #: the CAS blob of those files from the oldest to the newest (``inputs/order.py``)
+    ORDER = "order"
 
 
 @dataclass(frozen=True)

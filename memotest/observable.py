@@ -11,13 +11,14 @@ entries' names and types (``d_type``); ``readlink`` sees a link's text. So:
   is a symbolic link is part of a ``dir`` or ``list`` fingerprint (its ``link``);
 - a listing's is its names and each entry's type letter (:func:`listing_digest`): a name
   that turns from a file into a folder, or into a symbolic link;
-- times are not in any digest (every ``touch`` would re-run).
+- times are not in any digest (every ``touch`` would re-run); the order of the mtimes of
+  the files a run stat'ed is an input of its own (``inputs/order.py``).
 
 Out of reach: owner and group (they differ from machine to machine and a program rarely
 decides by them; ``os.access`` decides by them and the mode together), a folder's link
 count (its number of subfolders), inode numbers (a re-pairing of hard links that keeps
-every link count is not seen), extended attributes and ACLs, and the order of
-modification times a program may decide by (``make``): ``docs/limits.md`` says so.
+every link count is not seen), extended attributes and ACLs, and access and change
+times: ``docs/limits.md`` says so.
 """
 
 from __future__ import annotations

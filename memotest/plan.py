@@ -24,7 +24,7 @@ from typing import Any
 
 from memotest.fingerprint import FileStates, Refresh
 from memotest.inputs.check import describe_change
-from memotest.inputs.registry import verifiers
+from memotest.inputs.registry import begin_check, verifiers
 from memotest.keys import TargetKey
 from memotest.model import Target
 from memotest.shaping import withdrawn
@@ -228,12 +228,20 @@ def plan(
     invalid: set[int] = set()
     refresh: dict[int, tuple[Sequence[int], int]] = {}
     verify = verifiers()
+    late_kinds = begin_check(states)
     # Newest first: when a path has several fingerprints, the current one (usually the
     # newest) is proven by its stat signature and the older ones fail without hashing.
-    for fid in sorted(needed, reverse=True):
+    # The kinds that rely on what the others' checks stat'ed go last: appended to the
+    # list the loop is going through, they come back once it reaches its first end.
+    todo = sorted(needed, reverse=True)
+    first = len(todo)
+    for i, fid in enumerate(todo):
         row = rows.get(fid)
         if row is None:
             invalid.add(fid)
+            continue
+        if i < first and row[2] in late_kinds:
+            todo.append(fid)
             continue
         # row: id, path, kind, digest, link, mtime_ns, size, ino, ctime_ns, verified_ns
         sig = row[5:9] if row[5] is not None else None

@@ -26,6 +26,10 @@ class TargetResult:
     log: bytes = b""
     flaky: bool = False
     note: str | None = None  #: e.g. why a passing result was not cached
+    #: This result replaces the one reported before for the same target in this build (a
+    #: replay run again once a run wrote what it read): the summary and the reports hold
+    #: the target once, with this result; a plugin counting results should too.
+    replaces: bool = False
 
 
 @dataclass

@@ -89,6 +89,8 @@ class TerminalReporter:
         r = result
         if r.name not in self.names:
             return
+        if r.replaces:
+            self.total += 1  # one more step learned of (as ninja grows its total)
         self.done += 1
         self._clear()
         label = {"cached": "(cached) PASSED"}.get(r.status, r.status.upper())
@@ -97,7 +99,11 @@ class TerminalReporter:
         line = f"[{self.done}/{self.total}] {label} {r.name}"
         if r.status != "skipped":
             line += f" {_fmt_time(r.duration)}"
-        shown = r.status in ("skipped", "error") or (self.verbose and r.status != "cached")
+        shown = (
+            r.status in ("skipped", "error")
+            or r.replaces  # why the target has a second line
+            or (self.verbose and r.status != "cached")
+        )
         if r.reason and shown:
             line += f" ({r.reason})"
         self.out.write(line + "\n")

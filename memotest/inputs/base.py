@@ -40,6 +40,14 @@ class InputKind:
     #: Whether the scheduler counts such an input as a listing of its folder: a target
     #: that creates or deletes an entry there conflicts with it.
     listing: ClassVar[bool] = False
+    #: Whether the no-op check verifies this kind's fingerprints after every other one:
+    #: its check may rely on the paths the other kinds' checks stat'ed (``plan.py``).
+    late: ClassVar[bool] = False
+
+    def begin_check(self, states: FileStates) -> None:
+        """A check of recorded fingerprints against ``states`` begins (``plan``): drop
+        what this kind derived from the stat cache in an earlier one (the build may have
+        made ``states`` forget paths since)."""
 
     def observed(self, trace: Trace) -> Iterable[str]:
         """The paths of ``trace`` that are inputs of this kind as traced (before any

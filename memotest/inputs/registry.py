@@ -14,7 +14,17 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from memotest.fingerprint import FileStates, Fingerprint, Refresh
-from memotest.inputs import absent, code, entries, file, listing, matches, other, section
+from memotest.inputs import (
+    absent,
+    code,
+    entries,
+    file,
+    listing,
+    matches,
+    order,
+    other,
+    section,
+)
 from memotest.inputs import dir as dir_
 from memotest.inputs.base import InputKind
 from memotest.model import Kind, Trace
@@ -33,6 +43,7 @@ KINDS: tuple[InputKind, ...] = (
     entries.KIND,
     section.KIND,
     matches.KIND,
+    order.KIND,  # last: the files no finer kind took
 )
 _BY_NAME: dict[str, InputKind] = {k.kind.value: k for k in KINDS}
 
@@ -60,6 +71,14 @@ def verifiers() -> dict[str, Verifier]:
     """Each kind's check of a recorded fingerprint, by stored name: ``(states, path,
     digest, sig, verified_ns, link) -> True | False | Refresh``."""
     return {name: k.verify for name, k in _BY_NAME.items()}
+
+
+def begin_check(states: FileStates) -> frozenset[str]:
+    """A check of recorded fingerprints begins (:meth:`InputKind.begin_check` of every
+    kind); returns the stored names of the kinds to verify after the others."""
+    for k in KINDS:
+        k.begin_check(states)
+    return frozenset(k.kind.value for k in KINDS if k.late)
 
 
 def refine(

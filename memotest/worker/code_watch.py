@@ -5,7 +5,9 @@ loaded by path when memotest's Python compiles as this one does). At the run's e
 module reports, for each ``.py`` file of the project (under the run's folder, outside the
 interpreter's) that the import system read and nothing else opened, the code objects of
 it that ran (``codes.check``): memotest then holds the file by that code
-(``memotest/inputs/code.py``). Or it says why that cannot be told, and the files stay
+(``memotest/inputs/code.py``). A file opened otherwise (a test calling its loader's
+``get_code`` included), or stat'ed through ``os`` (its size and times: :func:`noting`),
+stays whole. Or it says why that cannot be told, and the files stay
 whole: something else took over noting the code, the run forked a Python process (code
 ran where this one cannot see it), a thread was still running, or a plugin says so
 (``keep_whole`` in ``extensions.py``). Code whose ``__code__`` was read without running
@@ -19,7 +21,7 @@ from . import audit, extensions
 from .codes import check, qualname
 from .interpreter import threads
 
-OPENED = set()  # .py files opened other than by an import
+OPENED = set()  # .py files opened or stat'ed other than by an import
 FORKED = []
 INSPECTED = []  # code objects whose function's __code__ was read: they count as run
 WITHIN = []
@@ -55,20 +57,47 @@ def on_code_read(args, frame):
         WITHIN.clear()
 
 
-def on_open(args, frame):
-    """The watcher of ``open``: a ``.py`` file opened other than by the import system
-    reading a module's source."""
-    if not args:
-        return
-    path = args[0]
+def note(path):
+    """A ``.py`` file the run looked at other than through an import: it stays whole."""
     if isinstance(path, bytes):
         path = os.fsdecode(path)
-    if not isinstance(path, str) or not path.endswith(".py"):
+    if isinstance(path, str) and path.endswith(".py"):
+        OPENED.add(path if os.path.isabs(path) else os.path.basename(path))
+
+
+def on_open(args, frame):
+    """The watcher of ``open``: a ``.py`` file opened other than by the import system
+    reading a module's source to run it (``get_data`` called by ``get_code`` called by
+    ``exec_module``: a test calling ``loader.get_code`` gets code objects it can read
+    without running them)."""
+    if not args:
         return
     up = frame.f_back
-    if frame.f_code is GET_DATA[0] and up is not None and up.f_code is GET_DATA[1]:
+    top = up.f_back if up is not None else None
+    if (
+        frame.f_code is GET_DATA[0]
+        and up is not None
+        and up.f_code is GET_DATA[1]
+        and top is not None
+        and top.f_code is GET_DATA[2]
+    ):
         return  # the import system reading a module's source
-    OPENED.add(path if os.path.isabs(path) else os.path.basename(path))
+    note(args[0])
+
+
+def noting(real):
+    """``os.stat`` or ``os.lstat``, noting the ``.py`` files stat'ed through ``os``: a
+    stat shows a file's size and times, which no code digest holds. The import system
+    calls ``posix`` itself, so its stats are not noted."""
+
+    def stat(path, *args, **kwargs):
+        if isinstance(path, (str, bytes, os.PathLike)):
+            note(os.fspath(path))
+        return real(path, *args, **kwargs)
+
+    stat.__name__ = stat.__qualname__ = real.__name__
+    stat.__doc__ = real.__doc__
+    return stat
 
 
 def watch_code():
@@ -76,8 +105,13 @@ def watch_code():
     from importlib import _bootstrap_external as bootstrap
 
     GET_DATA.extend(
-        (bootstrap.FileLoader.get_data.__code__, bootstrap.SourceLoader.get_code.__code__)
+        (
+            bootstrap.FileLoader.get_data.__code__,
+            bootstrap.SourceLoader.get_code.__code__,
+            bootstrap._LoaderBasics.exec_module.__code__,
+        )
     )
+    os.stat, os.lstat = noting(os.stat), noting(os.lstat)
     audit.watch("object.__getattr__", on_code_read)
     audit.watch("open", on_open)
     os.register_at_fork(before=lambda: FORKED.append(True))
