@@ -16,12 +16,12 @@ from typing import Any
 
 from memotest.builtin.targets_file import foreach
 from memotest.builtin.targets_file.syntax import Lines
-from memotest.config import Project, Settings, find_cycle, target_problems
+from memotest.config import Project, Settings, find_cycle, parse_size, target_problems
 from memotest.errors import ConfigError
 from memotest.model import SourceLocation, Target
 from memotest.services import check_services
 
-SETTINGS_KEYS = {"jobs", "pass_env", "ignore", "services"}
+SETTINGS_KEYS = {"jobs", "pass_env", "ignore", "services", "max_size"}
 TARGET_KEYS = {
     "command",
     "cwd",
@@ -100,6 +100,14 @@ class Checker:
             s.services = tuple(self.str_list(raw["services"], (*keys, "services")))
             if bad := check_services(s.services):
                 raise self.fail((*keys, "services"), bad)
+        if "max_size" in raw:
+            size = parse_size(raw["max_size"])
+            if size is None:
+                raise self.fail(
+                    (*keys, "max_size"),
+                    'max_size must be a size, like "2 GiB" or "500 MB", or a number of bytes',
+                )
+            s.max_size = size
         return s
 
     def str_list(self, value: Any, keys: tuple[str, ...]) -> list[str]:
