@@ -20,7 +20,8 @@ A target is stale, in this order of precedence, when: it is ``forced``; it is ta
 by another memotest (``recorder``), or with another ``definition`` or ``env`` (naming the
 fields and variables), or a setting that shaped what it holds was withdrawn (``settings``,
 naming it: :mod:`memotest.shaping`); the holding candidate did not pass (``failed``) or
-was ``uncacheable`` (with the reason the record gives), or a blob its replay needs is gone
+was ``uncacheable`` (with the reason the record gives; when it is not the newest
+candidate, what changed for the newest comes first), or a blob its replay needs is gone
 (``blob-missing``); no candidate holds, and the newest did not pass or was not cacheable
 (``failed``, ``uncacheable``: as before variants, the last run's result comes first); or
 an ``input`` changed: the candidate with the fewest changed inputs (the newest of those)
@@ -33,8 +34,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from memotest.fingerprint import FileStates, Refresh
@@ -205,6 +206,15 @@ def _candidates(heads: list[Head], key: TargetKey, recorder: str) -> list[int]:
     return out
 
 
+def _union(arrays: Iterable[Any]) -> set[int]:
+    """The ids of all ``arrays`` (``set.update`` runs at C speed; a comprehension would
+    walk millions of ids in Python)."""
+    out: set[int] = set()
+    for ids in arrays:
+        out.update(ids)
+    return out
+
+
 def _ids(rec: Record) -> Any:
     inputs = rec.inputs
     if not isinstance(inputs, InputList):  # pragma: no cover - records from the store do
@@ -272,11 +282,15 @@ class _Checker:
         if len(changed) > 1:
             reason += f" (and {len(changed) - 1} more changed input{'s' * (len(changed) > 2)})"
         if others:
-            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(rec.finished_ns / 1e9))
-            reason += f" [the closest of {others + 1} recorded variants, recorded {when}]"
+            reason += f" [the closest of {others + 1} recorded variants, recorded {_when(rec)}]"
         return Stale(
             "input", reason, path=first.path, detail=detail, count=len(changed), record=last
         )
+
+
+def _when(rec: Record) -> str:
+    """When ``rec`` was recorded, in local time."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(rec.finished_ns / 1e9))
 
 
 def _decide(rec: Record, last: Record, store: Store) -> Fresh | Stale:
@@ -337,7 +351,7 @@ def plan(
             continue
         last[target.name] = newest
         out[target.name] = Stale("new", "")  # provisional: keeps the output in target order
-    checker.validate({i for n in last for i in _ids(recs[cands[n][0]])})
+    checker.validate(_union(_ids(recs[cands[n][0]]) for n in last))
     later: list[str] = []
     for name, newest in last.items():
         rec = recs[cands[name][0]]
@@ -347,14 +361,17 @@ def plan(
             later.append(name)
     if later:  # round 2: the older candidates of the targets round 1 did not decide
         recs.update(store.variants(i for n in later for i in cands[n][1:]))
-        checker.validate(
-            {i for n in later for v in cands[n][1:] if v in recs for i in _ids(recs[v])}
-        )
+        checker.validate(_union(_ids(recs[v]) for n in later for v in cands[n][1:] if v in recs))
         for name in later:
             variants = [recs[v] for v in cands[name] if v in recs]
             holding = next((r for r in variants if checker.invalid.isdisjoint(_ids(r))), None)
             if holding is not None:
-                out[name] = _decide(holding, last[name], store)
+                verdict = out[name] = _decide(holding, last[name], store)
+                if isinstance(verdict, Stale):  # say first what changed for the newest run
+                    newer = checker.changed(variants[0], last[name], 0)
+                    when = _when(holding)
+                    reason = f"{newer.reason}; the run recorded {when} holds: {verdict.reason}"
+                    out[name] = replace(verdict, reason=reason)
                 continue
             out[name] = _stale_by_result(variants[0], last[name]) or checker.changed(
                 min(variants, key=lambda r: len(checker.invalid.intersection(_ids(r)))),
