@@ -147,6 +147,7 @@ class Build:
             raise
         finally:
             self.runner.close()
+        self.step.mark_used(self.store)
         self.summary.duration = time.monotonic() - self.started
         self.summary.results.sort(key=lambda r: serial.get(r.name, 0))
         return self.summary

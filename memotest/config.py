@@ -18,6 +18,43 @@ from pathlib import Path
 from memotest import plugins
 from memotest.errors import ConfigError
 from memotest.model import Target, output_problem
+from memotest.store.gc import DEFAULT_MAX_SIZE
+
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 1 << 10,
+    "mib": 1 << 20,
+    "gib": 1 << 30,
+    "tib": 1 << 40,
+}
+
+
+def parse_size(value: object) -> int | None:
+    """Bytes of a size written as a whole number of bytes or a string like ``"2 GiB"``,
+    ``"500 MB"``, ``"1.5GB"`` (kB, MB, GB, TB are powers of 1000; KiB, MiB, GiB, TiB of
+    1024); None when it is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    if not isinstance(value, str):
+        return None
+    text = value.strip().replace(" ", "")
+    number = text.rstrip("BbKkMmGgTtIi")
+    unit = _SIZE_UNITS.get(text[len(number) :].lower())
+    try:
+        amount = float(number)
+    except ValueError:
+        return None
+    if unit is None or not math.isfinite(amount) or amount <= 0:
+        return None
+    return int(amount * unit)
+
 
 #: Inherited variables that are passed to targets (and part of their key) by default.
 DEFAULT_PASS_ENV = (
@@ -53,6 +90,9 @@ class Settings:
     #: The roots the user names besides the project's (``name -> absolute path``):
     #: records are relative to them (:mod:`memotest.roots`).
     roots: dict[str, str] = field(default_factory=dict)
+    #: The store's size bound in bytes (:mod:`memotest.store.gc`): past it, the least
+    #: recently used recorded runs are evicted.
+    max_size: int = DEFAULT_MAX_SIZE
 
 
 @dataclass

@@ -3,16 +3,14 @@
 A :class:`FileStates` is a snapshot of the file system for one build: each distinct path is
 ``lstat``'ed at most once (plus one ``stat`` when it is a symlink), each file is hashed at most
 once and each directory listed at most once, however many targets share it. It knows
-nothing of input kinds: each kind (``memotest/inputs/``) checks its recorded fingerprints
-against it.
+nothing of input kinds: each kind (``memotest/inputs/``) checks its recorded ones against it.
 
 What it takes of a path, by what the path is:
 
 ``FILE``
     xxh3-128 of the content, read in :data:`CHUNK_SIZE` chunks, then ``:MODE:NLINK``, its
     permission bits and link count (``memotest/observable.py`` says why). When the path is
-    a symlink the link text is hashed with the content, so re-pointing a link is a change
-    even when the new target has the same content.
+    a symlink the link text is hashed with the content (re-pointing a link is a change).
 ``DIR``
     the permission bits, in octal; the link text if the path is a symlink (``link``).
 ``ABSENT``/``OTHER``
@@ -163,8 +161,10 @@ class FileStates:
         #: are left out of listings: an ignored ``__pycache__`` made changes no listing.
         self.skip_entry = skip_entry
         #: Reads a blob of the store's CAS by its digest: what the digests of some kinds
-        #: name (set by the build; without it, those fingerprints never hold).
+        #: name (set by the build; without it, those fingerprints never hold); ``local``
+        #: makes a path stored in such a blob this machine's (:mod:`memotest.roots`).
         self.blobs: Callable[[str], bytes] | None = None
+        self.local: Callable[[str], str] = str
         #: What the input kinds derive, per build (a compiled file by path), by kind name.
         self.derived: dict[str, dict[str, Any]] = {}
         self.counters = Counters()

@@ -112,6 +112,7 @@ def _replay_or_run(
         if isinstance(verdict, Fresh):
             rec = verdict.record
             replayed = step.replay(target, rec, store)
+            step.mark_used(store)
             if replayed is not None:
                 after_target(step.config, target, replayed)
                 return MemoResult(
@@ -145,8 +146,9 @@ def _record(
     try:
         with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT, roots=step.roots) as store:
             result = step.record(target, outcome, verdict, store)
+            # Housekeeping: the next call does it if this one fails.
             with contextlib.suppress(StoreError, OSError):
-                store.gc_if_due()  # housekeeping: the next call does it if this one fails
+                store.gc_if_due(step.settings.max_size)
             return result
     except (StoreError, OSError) as exc:
         result = step.record(target, outcome, verdict, None)

@@ -1,25 +1,41 @@
-"""Fresh or stale: which targets can replay their last result, and why the others can't.
+"""Fresh or stale: which targets can replay a recorded result, and why the others can't.
+
+A target has many recorded runs, its *variants* (:mod:`memotest.store.records`). Its
+*candidates* are the variants of its current key (the same memotest, definition,
+environment, and no shaping setting withdrawn), newest recorded first; the first candidate
+whose inputs all hold decides. It is fresh when that run passed and was cacheable; a
+holding candidate that failed or was not cacheable makes the target run (an older pass is
+never replayed over a newer fail for the same state).
 
 This is the hot path of a no-op build. Every record's inputs are fingerprint ids shared
-across records, so each *distinct* fingerprint is validated once (one ``lstat`` per path,
-no hashing when the stat signature is unchanged and not racy), and a target is fresh iff
-its id array is disjoint from the set of invalid ids.
+across records, so each *distinct* fingerprint is validated once for all variants of all
+targets (one ``lstat`` per path, no hashing when the stat signature is unchanged and not
+racy), and a variant holds iff its id array is disjoint from the set of invalid ids. Only
+the newest candidate of each target is read and validated first; the older candidates of
+the targets it did not decide are read and validated in a second round, so a no-op build
+where the newest variants hold costs what one variant per target costs.
 
 A target is stale, in this order of precedence, when: it is ``forced``; it is tagged
-``no-cache``; it has no record (``new``); the record was made by another memotest
-(``recorder``); its ``definition`` or ``env`` changed (naming the fields and variables);
-a setting that shaped what the record holds was withdrawn (``settings``, naming it:
-:mod:`memotest.shaping`); the last run did not pass (``failed``); the last run was
-``uncacheable`` (with the reason the record gives); a blob the replay needs is gone
-(``blob-missing``); or an ``input`` changed (naming the first changed path in sorted
-order, and counting them). Missing declared outputs are not a reason: a hit restores them.
+``no-cache``; it has no record (``new``); no variant has its key, and the newest was made
+by another memotest (``recorder``), or with another ``definition`` or ``env`` (naming the
+fields and variables), or a setting that shaped what it holds was withdrawn (``settings``,
+naming it: :mod:`memotest.shaping`); the holding candidate did not pass (``failed``) or
+was ``uncacheable`` (with the reason the record gives; when it is not the newest
+candidate, what changed for the newest comes first), or a blob its replay needs is gone
+(``blob-missing``); no candidate holds, and the newest did not pass or was not cacheable
+(``failed``, ``uncacheable``: as before variants, the last run's result comes first); or
+an ``input`` changed: the candidate with the fewest changed inputs (the newest of those)
+is named, with the first changed path in sorted order and the count, and when there are
+several candidates, when it was recorded. Missing declared outputs are not a reason: a hit
+restores them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from memotest.fingerprint import FileStates, Refresh
@@ -28,7 +44,7 @@ from memotest.inputs.registry import begin_check, verifiers
 from memotest.keys import TargetKey
 from memotest.model import Target
 from memotest.shaping import withdrawn
-from memotest.store import FpRow, InputList, Record, Store, default_recorder, split_output
+from memotest.store import FpRow, Head, InputList, Record, Store, default_recorder, split_output
 
 __all__ = ["STALE_KINDS", "Fresh", "Stale", "TargetKey", "plan"]
 
@@ -114,10 +130,11 @@ def _listed(names: Sequence[str], limit: int = 5) -> str:
     return text + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def _stale_by_record(
+def _stale_by_key(
     target: Target, key: TargetKey, rec: Record | None, force: bool, recorder: str
 ) -> Stale | None:
-    """The reasons that need no file system access, in order of precedence."""
+    """The reasons that need no file system access and no candidate, in order of
+    precedence; ``rec`` is the newest variant, whose key is the one that differs."""
     if force:
         return Stale("forced", "forced", record=rec)
     if "no-cache" in target.tags:
@@ -153,17 +170,148 @@ def _stale_by_record(
     if gone:
         reason = f"the settings that shape records changed: {', '.join(gone)}"
         return Stale("settings", reason, detail=", ".join(gone), count=len(gone), record=rec)
+    return None
+
+
+def _stale_by_result(rec: Record, last: Record) -> Stale | None:
+    """Why the result of ``rec`` cannot be replayed (``last``, the newest variant, is the
+    scheduler's hint), or None."""
     if rec.status != "passed":
         how = {
             "failed": f"last run failed (exit code {rec.exit_code})",
             "timeout": "last run timed out",
             "error": "last run could not be carried out",
         }.get(rec.status, f"last run {rec.status}")
-        return Stale("failed", how, detail=rec.status, record=rec)
+        return Stale("failed", how, detail=rec.status, record=last)
     if not rec.cacheable:
         reason = rec.uncacheable_reason or "last run was not cacheable"
-        return Stale("uncacheable", reason, detail=rec.uncacheable_reason, record=rec)
+        return Stale("uncacheable", reason, detail=rec.uncacheable_reason, record=last)
     return None
+
+
+def _candidates(heads: list[Head], key: TargetKey, recorder: str) -> list[int]:
+    """The ids of the variants of ``key``, newest first."""
+    shaping: dict[str, bool] = {}
+    out = []
+    for h in heads:
+        if h.recorder != recorder or h.def_hash != key.def_hash or h.env_hash != key.env_hash:
+            continue
+        if key.shaping is not None:
+            ok = shaping.get(h.shaping)
+            if ok is None:
+                ok = shaping[h.shaping] = not withdrawn(json.loads(h.shaping), key.shaping)
+            if not ok:
+                continue
+        out.append(h.id)
+    return out
+
+
+def _union(arrays: Iterable[Any]) -> set[int]:
+    """The ids of all ``arrays`` (``set.update`` runs at C speed; a comprehension would
+    walk millions of ids in Python)."""
+    out: set[int] = set()
+    for ids in arrays:
+        out.update(ids)
+    return out
+
+
+def _ids(rec: Record) -> Any:
+    inputs = rec.inputs
+    if not isinstance(inputs, InputList):  # pragma: no cover - records from the store do
+        raise TypeError("plan() needs records loaded by Store.records()")
+    return inputs.ids
+
+
+class _Checker:
+    """The fingerprints of one plan, each validated once: ``invalid`` grows as
+    :meth:`validate` is given more ids."""
+
+    def __init__(self, store: Store, states: FileStates) -> None:
+        self.store = store
+        self.states = states
+        self.rows: dict[int, tuple[Any, ...]] = {}
+        self.invalid: set[int] = set()
+        self.refresh: dict[int, tuple[Sequence[int], int]] = {}
+        self.done: set[int] = set()
+        self.verify = verifiers()
+        self.described: dict[int, str] = {}
+        self.late_kinds = begin_check(states)
+
+    def validate(self, ids: set[int]) -> None:
+        needed = ids - self.done
+        if not needed:
+            return
+        self.done |= needed
+        rows = self.store.fingerprint_rows(needed)
+        self.rows.update(rows)
+        verify, states, invalid = self.verify, self.states, self.invalid
+        # Newest first: when a path has several fingerprints, the current one (usually the
+        # newest) is proven by its stat signature and the older ones fail without hashing.
+        # The kinds that rely on what the others' checks stat'ed go last: appended to the
+        # list the loop is going through, they come back once it reaches its first end.
+        todo = sorted(needed, reverse=True)
+        first, late = len(todo), self.late_kinds
+        for i, fid in enumerate(todo):
+            row = rows.get(fid)
+            if row is None:
+                invalid.add(fid)
+                continue
+            if i < first and row[2] in late:
+                todo.append(fid)
+                continue
+            # row: id, path, kind, digest, link, mtime_ns, size, ino, ctime_ns, verified_ns
+            sig = row[5:9] if row[5] is not None else None
+            check = verify.get(row[2])
+            verdict = check(states, row[1], row[3], sig, row[9], row[4]) if check else False
+            if verdict is True:
+                continue
+            if verdict is False:
+                invalid.add(fid)
+            elif isinstance(verdict, Refresh):
+                self.refresh[fid] = (verdict.sig, verdict.verified_ns)
+
+    def changed(self, rec: Record, last: Record, others: int) -> Stale:
+        """Why ``rec``, the closest candidate, does not hold (``others``: how many other
+        candidates there are)."""
+        changed = self.invalid.intersection(_ids(rec))
+        known = sorted(
+            (FpRow._make(self.rows[i]) for i in changed if i in self.rows),
+            key=lambda r: (r.path, r.kind, r.digest),
+        )
+        if not known:
+            reason = "the record's inputs are missing from the store"
+            return Stale("input", reason, count=len(changed), record=last)
+        first = known[0]
+        detail = self.described.get(first.id)
+        if detail is None:
+            detail = describe_change(first.fingerprint(), self.states) or "changed"
+            self.described[first.id] = detail
+        reason = f"{first.path}: {detail}"
+        if len(changed) > 1:
+            reason += f" (and {len(changed) - 1} more changed input{'s' * (len(changed) > 2)})"
+        if others:
+            reason += f" [the closest of {others + 1} recorded variants, recorded {_when(rec)}]"
+        return Stale(
+            "input", reason, path=first.path, detail=detail, count=len(changed), record=last
+        )
+
+
+def _when(rec: Record) -> str:
+    """When ``rec`` was recorded, in local time."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(rec.finished_ns / 1e9))
+
+
+def _decide(rec: Record, last: Record, store: Store) -> Fresh | Stale:
+    """The verdict of ``rec``, a candidate whose inputs all hold."""
+    stale = _stale_by_result(rec, last)
+    if stale is not None:
+        return stale
+    digests = [rec.log_digest, *(split_output(v)[0] for v in rec.outputs.values())]
+    missing = next((d for d in digests if d and not store.has_blob(d)), None)
+    if missing is not None:
+        reason = "the stored log or outputs are gone from the store"
+        return Stale("blob-missing", reason, detail=missing, record=last)
+    return Fresh(rec)
 
 
 def plan(
@@ -175,7 +323,7 @@ def plan(
     force: bool = False,
     recorder: str | None = None,
 ) -> dict[str, Fresh | Stale]:
-    """Decide for each target whether its last result still holds.
+    """Decide for each target whether a recorded result still holds.
 
     ``keys`` maps each target's name to its :class:`~memotest.keys.TargetKey`. ``states``
     is the build's file-system snapshot (each path stat'ed once for all targets). Returns
@@ -187,103 +335,58 @@ def plan(
     recorder = recorder if recorder is not None else default_recorder()
     if states.blobs is None:
         states.blobs = store.read_blob  # what the digests of some kinds name
-    records = store.records(t.name for t in targets)
-    out: dict[str, Fresh | Stale] = {}
-    pending: list[tuple[Target, Record, Any]] = []
+        states.local = store.roots.local
+    heads = store.variant_heads(t.name for t in targets)
+    cands: dict[str, list[int]] = {}
+    first: set[int] = set()  # round 1: each target's newest variant and newest candidate
     for target in targets:
-        rec = records.get(target.name)
-        stale = _stale_by_record(target, keys[target.name], rec, force, recorder)
-        if stale is not None:
-            out[target.name] = stale
+        hs = heads.get(target.name)
+        if not hs:
             continue
-        assert rec is not None
-        missing_blob = next(
-            (
-                d
-                for d in [rec.log_digest, *(split_output(v)[0] for v in rec.outputs.values())]
-                if d and not store.has_blob(d)
-            ),
-            None,
-        )
-        if missing_blob is not None:
-            out[target.name] = Stale(
-                "blob-missing",
-                "the stored log or outputs are gone from the store",
-                detail=missing_blob,
-                record=rec,
-            )
+        first.add(hs[0].id)
+        if not force and "no-cache" not in target.tags:
+            c = cands[target.name] = _candidates(hs, keys[target.name], recorder)
+            first.update(c[:1])
+    recs = store.variants(first)
+    checker = _Checker(store, states)
+    out: dict[str, Fresh | Stale] = {}
+    last: dict[str, Record] = {}
+    for target in targets:
+        hs = heads.get(target.name)
+        newest = recs.get(hs[0].id) if hs else None
+        if newest is None or not cands.get(target.name):
+            stale = _stale_by_key(target, keys[target.name], newest, force, recorder)
+            out[target.name] = stale or Stale("new", "never run (no record)")
             continue
-        inputs = rec.inputs
-        ids = inputs.ids if isinstance(inputs, InputList) else None
-        if ids is None:  # pragma: no cover - records from the store always have InputList
-            raise TypeError("plan() needs records loaded by Store.records()")
-        out[target.name] = Fresh(rec)  # provisional: keeps the output in target order
-        pending.append((target, rec, ids))
-
-    needed: set[int] = set()
-    for _t, _r, ids in pending:
-        needed.update(ids)
-    rows = store.fingerprint_rows(needed) if needed else {}
-
-    invalid: set[int] = set()
-    refresh: dict[int, tuple[Sequence[int], int]] = {}
-    verify = verifiers()
-    late_kinds = begin_check(states)
-    # Newest first: when a path has several fingerprints, the current one (usually the
-    # newest) is proven by its stat signature and the older ones fail without hashing.
-    # The kinds that rely on what the others' checks stat'ed go last: appended to the
-    # list the loop is going through, they come back once it reaches its first end.
-    todo = sorted(needed, reverse=True)
-    first = len(todo)
-    for i, fid in enumerate(todo):
-        row = rows.get(fid)
-        if row is None:
-            invalid.add(fid)
-            continue
-        if i < first and row[2] in late_kinds:
-            todo.append(fid)
-            continue
-        # row: id, path, kind, digest, link, mtime_ns, size, ino, ctime_ns, verified_ns
-        sig = row[5:9] if row[5] is not None else None
-        check = verify.get(row[2])
-        verdict = check(states, row[1], row[3], sig, row[9], row[4]) if check else False
-        if verdict is True:
-            continue
-        if verdict is False:
-            invalid.add(fid)
-        elif isinstance(verdict, Refresh):
-            refresh[fid] = (verdict.sig, verdict.verified_ns)
-
-    if invalid:
-        described: dict[int, str] = {}
-        for target, rec, ids in pending:
-            if invalid.isdisjoint(ids):
+        last[target.name] = newest
+        out[target.name] = Stale("new", "")  # provisional: keeps the output in target order
+    checker.validate(_union(_ids(recs[cands[n][0]]) for n in last))
+    later: list[str] = []
+    for name, newest in last.items():
+        rec = recs[cands[name][0]]
+        if checker.invalid.isdisjoint(_ids(rec)):
+            out[name] = _decide(rec, newest, store)
+        else:
+            later.append(name)
+    if later:  # round 2: the older candidates of the targets round 1 did not decide
+        recs.update(store.variants(i for n in later for i in cands[n][1:]))
+        checker.validate(_union(_ids(recs[v]) for n in later for v in cands[n][1:] if v in recs))
+        for name in later:
+            variants = [recs[v] for v in cands[name] if v in recs]
+            holding = next((r for r in variants if checker.invalid.isdisjoint(_ids(r))), None)
+            if holding is not None:
+                verdict = out[name] = _decide(holding, last[name], store)
+                if isinstance(verdict, Stale):  # say first what changed for the newest run
+                    newer = checker.changed(variants[0], last[name], 0)
+                    when = _when(holding)
+                    reason = f"{newer.reason}; the run recorded {when} holds: {verdict.reason}"
+                    out[name] = replace(verdict, reason=reason)
                 continue
-            changed = invalid.intersection(ids)
-            known = sorted(
-                (FpRow._make(rows[i]) for i in changed if i in rows),
-                key=lambda r: (r.path, r.kind, r.digest),
+            out[name] = _stale_by_result(variants[0], last[name]) or checker.changed(
+                min(variants, key=lambda r: len(checker.invalid.intersection(_ids(r)))),
+                last[name],
+                len(variants) - 1,
             )
-            if not known:
-                out[target.name] = Stale(
-                    "input",
-                    "the record's inputs are missing from the store",
-                    count=len(changed),
-                    record=rec,
-                )
-                continue
-            first = known[0]
-            detail = described.get(first.id)
-            if detail is None:
-                detail = describe_change(first.fingerprint(), states) or "changed"
-                described[first.id] = detail
-            reason = f"{first.path}: {detail}"
-            if len(changed) > 1:
-                reason += f" (and {len(changed) - 1} more changed input{'s' * (len(changed) > 2)})"
-            out[target.name] = Stale(
-                "input", reason, path=first.path, detail=detail, count=len(changed), record=rec
-            )
-
-    if refresh and store.locked:
-        store.refresh(refresh)
+    if checker.refresh and store.locked:
+        store.refresh(checker.refresh)
     return out

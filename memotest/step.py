@@ -15,7 +15,9 @@ takes a target at a time:
   rewrote, as they are now (:func:`memotest.rewritten.snapshot`);
 * :meth:`Step.run`: the target under the tracer (``memotest_before_target`` first; a
   ``flaky`` target is tried again while it fails);
-* :meth:`Step.record`: the run's record put into the store.
+* :meth:`Step.record`: the run's record put into the store;
+* :meth:`Step.mark_used`: the variants replayed, marked used in the store, once per build
+  in one transaction (the size bound evicts the least recently used variants).
 
 A store that fails while a target's result is recorded never undoes the run: the result
 stands, not cached, with the reason (:meth:`Step.record`), so no caller runs it twice.
@@ -27,6 +29,7 @@ that parallel tox envs or ``make -j`` sharing one store still run side by side.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -92,6 +95,8 @@ class Step:
         self.before: dict[str, dict[str, Before]] = {}
         #: Per fresh target that could not be replayed: why (it runs instead).
         self.unreplayable: dict[str, str] = {}
+        #: The variants replayed and not yet marked used (:meth:`mark_used`).
+        self.used: list[int] = []
 
     def key(self, target: Target) -> TargetKey:
         return keymod.target_key(
@@ -115,7 +120,17 @@ class Step:
         except (StoreError, OSError) as exc:
             self.unreplayable[target.name] = f"its stored result cannot be replayed: {exc}"
             return None
+        if record.variant_id is not None:
+            self.used.append(record.variant_id)
         return TargetResult(target.name, "cached", record.duration, record.exit_code, log=log)
+
+    def mark_used(self, store: Store | None) -> None:
+        """Mark the variants replayed so far used, in one transaction (a store that fails
+        here only loses the order of eviction)."""
+        used, self.used = self.used, []
+        if store is not None and store.locked and used:
+            with contextlib.suppress(StoreError, OSError):
+                store.mark_used(used)
 
     def snapshot(self, target: Target, last: Record | None) -> None:
         """Before ``target`` runs: what its last run rewrote, as it is now."""

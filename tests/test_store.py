@@ -205,7 +205,7 @@ def test_gc_and_clean(tmp_path: Path) -> None:
 
 
 def test_gc_runs_once_the_writes_outnumber_the_records(tmp_path: Path) -> None:
-    from memotest.store import GC_MIN_PUTS
+    from memotest.store import GC_MIN_PUTS, MAX_VARIANTS
 
     count = iter(range(10**6))
 
@@ -224,7 +224,9 @@ def test_gc_runs_once_the_writes_outnumber_the_records(tmp_path: Path) -> None:
         replace(store, 1)
         stats = store.gc_if_due()
         assert stats is not None
-        assert stats.blobs == GC_MIN_PUTS - 1 and stats.fingerprints == GC_MIN_PUTS - 1
+        # Each rewrite is a variant (other inputs); the last MAX_VARIANTS of them are kept.
+        gone = GC_MIN_PUTS - MAX_VARIANTS
+        assert stats.blobs == gone and stats.fingerprints == gone
         assert store.get("t") is not None and store.read_blob(store.get("t").log_digest)
         replace(store, 1)
         assert store.gc_if_due() is None  # counting starts again
@@ -424,3 +426,49 @@ def test_signature_sqlite_cannot_hold_is_dropped(tmp_path: Path) -> None:
     assert got is not None
     [inp] = got.inputs
     assert (inp.digest, inp.sig) == (real.digest, None)  # kept, and always hashed
+
+
+def _variant(store: Store, i: int, *, status: str = "passed", size: int = 10) -> Record:
+    """A record of ``t`` whose one input is the absent path ``/nope/I``, with a log of
+    ``size`` random bytes."""
+    rec = Record("t", status, inputs=[Input(f"/nope/{i}", Kind.ABSENT, "")], finished_ns=i)
+    rec.log_digest = store.put_blob(os.urandom(size))
+    return rec
+
+
+def test_variants_are_added_and_the_same_observations_replaced(tmp_path: Path) -> None:
+    from memotest.store import MAX_VARIANTS
+
+    with Store.open(tmp_path) as store:
+        store.put(_variant(store, 1))
+        store.put(_variant(store, 2))
+        heads = store.variant_heads(["t"])["t"]
+        assert [h.finished_ns for h in heads] == [2, 1]  # newest first
+        store.put(_variant(store, 1, status="failed"))  # the same inputs: replaces the pass
+        got = store.variants(h.id for h in store.variant_heads(["t"])["t"])
+        assert sorted((r.finished_ns, r.status) for r in got.values()) == [
+            (1, "failed"),
+            (2, "passed"),
+        ]
+        assert store.get("t").status == "passed"  # the newest (finished last)
+        for i in range(3, 3 + MAX_VARIANTS):
+            store.put(_variant(store, i))
+        heads = store.variant_heads(["t"])["t"]
+        assert len(heads) == MAX_VARIANTS  # the least recently used went first
+        assert min(h.finished_ns for h in heads) == 3
+        assert store.remove("t") and store.variant_heads(["t"]) == {}
+
+
+def test_the_size_bound_evicts_the_least_recently_used(tmp_path: Path) -> None:
+    with Store.open(tmp_path) as store:
+        for i in range(1, 6):
+            store.put(_variant(store, i, size=200_000))
+        heads = store.variant_heads(["t"])["t"]
+        oldest = next(h.id for h in heads if h.finished_ns == 1)
+        store.mark_used([oldest])  # replayed: now the most recently used
+        stats = store.gc(max_bytes=500_000)
+        assert stats.variants >= 3
+        kept = {h.finished_ns for h in store.variant_heads(["t"])["t"]}
+        assert 1 in kept and 2 not in kept
+    with Store.open(tmp_path, lock=False) as store:  # the WAL was checkpointed at close
+        assert store.size_bytes() <= 500_000

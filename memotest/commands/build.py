@@ -145,7 +145,7 @@ def _build(config: plugins.Config, project: Project) -> int:
         if store is not None:
             try:
                 if not args.dry_run:
-                    collect_garbage(store, verbose=args.verbose)
+                    collect_garbage(store, project.settings.max_size, verbose=args.verbose)
             finally:
                 store.close()
     plugins.call("memotest_report", summary=summary, config=config)
@@ -162,11 +162,13 @@ def warm_pool(config: plugins.Config) -> WorkerPool:
     return pool
 
 
-def collect_garbage(store: Store, *, verbose: bool) -> None:
-    """The store's periodic clean-up (:meth:`Store.gc_if_due`); says what it removed with -v."""
-    stats = store.gc_if_due()
+def collect_garbage(store: Store, max_size: int, *, verbose: bool) -> None:
+    """The store's periodic clean-up (:meth:`Store.gc_if_due`: the size bound ``max_size``,
+    and what no record references); says what it removed with -v."""
+    stats = store.gc_if_due(max_size)
     if stats is not None and verbose:
         print(
-            f"memotest: store: removed {stats.fingerprints} unused fingerprints and "
-            f"{stats.blobs} blobs ({stats.bytes / 1e6:.1f} MB)"
+            f"memotest: store: evicted {stats.variants} least recently used records; removed "
+            f"{stats.fingerprints} unused fingerprints and {stats.blobs} blobs "
+            f"({stats.bytes / 1e6:.1f} MB)"
         )

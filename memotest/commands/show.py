@@ -37,13 +37,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="delete the store (.memotest/) of the targets file",
         description="Delete every record, log and output stored for the "
         "targets file, so that the next build runs everything. With --gc, keep the "
-        "records and delete only what no record refers to any more.",
+        "records: evict the least recently used ones while the store is larger than "
+        "settings.max_size, and delete what no record refers to any more.",
     )
     p.add_argument(
         "--gc",
         action="store_true",
-        help="only remove the fingerprints and blobs of replaced records (builds do this "
-        "by themselves from time to time)",
+        help="keep the records: evict the least recently used ones while the store is larger "
+        "than settings.max_size, and remove the fingerprints and blobs no record refers to "
+        "(builds do this by themselves from time to time)",
     )
     add_file_option(p)
     p.set_defaults(run=clean)
@@ -68,7 +70,9 @@ def show(args: argparse.Namespace) -> int:
         if args.log:
             sys.stdout.buffer.write(store.read_blob(rec.log_digest) if rec.log_digest else b"")
             return 0
+        n = len(store.variant_heads([rec.name]).get(rec.name, []))
         print(f"{rec.name}: {rec.status} (exit code {rec.exit_code}) in {rec.duration:.2f}s")
+        print(f"  recorded runs (variants): {n}; the newest is shown")
         print(f"  cacheable: {'yes' if rec.cacheable else 'no, ' + str(rec.uncacheable_reason)}")
         kinds = Counter(i.kind.value for i in rec.inputs)
         print(
@@ -117,8 +121,9 @@ def clean(args: argparse.Namespace) -> int:
         return 0
     with open_store(project, lock=True) as store:
         before = store.size_bytes()
-        stats = store.gc()
+        stats = store.gc(project.settings.max_size)
         print(
+            f"evicted {stats.variants} least recently used records; "
             f"removed {stats.fingerprints} unused fingerprints, {stats.paths} paths and "
             f"{stats.blobs} blobs; the store went from {before / 1e6:.1f} MB to "
             f"{store.size_bytes() / 1e6:.1f} MB"

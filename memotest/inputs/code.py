@@ -52,6 +52,7 @@ class Code(InputKind):
             return inputs
         if states.blobs is None:
             states.blobs = store.read_blob
+            states.local = store.roots.local
         coded: set[str] = set()
         out: list[Fingerprint] = []
         for fp in inputs:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import operator
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memotest.fingerprint import UNREADABLE, FileStates, Fingerprint, Refresh
@@ -80,6 +80,15 @@ def split_order(blob: bytes) -> _Recorded:
     if paths.pop() != b"" or len(paths) != len(marks) or not marks or marks.strip(b"<="):
         raise ValueError("not an order blob")
     return _Recorded(blob, marks, paths, marks[1:].translate(_AS_LT))
+
+
+def localized(recorded: _Recorded, local: Callable[[str], str]) -> _Recorded:
+    """``recorded`` with its paths, stored portable, made this machine's."""
+    if local is str:
+        return recorded
+    paths = [os.fsencode(local(os.fsdecode(p))) for p in recorded.paths]
+    blob = recorded.marks + b"\0" + b"".join(p + b"\0" for p in paths)
+    return recorded._replace(blob=blob, paths=paths)
 
 
 def mentions(recorded: _Recorded, path: str) -> bool:
@@ -171,7 +180,7 @@ def _order(states: FileStates, digest: str) -> _Recorded | None:
     got = cache.get(digest)
     if got is None and states.blobs is not None:
         try:
-            got = cache[digest] = split_order(states.blobs(digest))
+            got = cache[digest] = localized(split_order(states.blobs(digest)), states.local)
         except Exception:  # a blob gone or damaged: the fingerprint does not hold
             return None
     return got
@@ -196,7 +205,8 @@ class Order(InputKind):
         ]
         if len(files) < 2:
             return inputs
-        mtimes = [(fp.sig.mtime_ns, fp.path) for fp in files if fp.sig is not None]
+        portable = store.roots.portable  # the blob's paths, as a record's: portable
+        mtimes = [(fp.sig.mtime_ns, portable(fp.path)) for fp in files if fp.sig is not None]
         digest = store.put_blob(order_blob(mtimes))
         seen = min(fp.verified_ns for fp in files)  # every mtime was read after it
         return [*inputs, Fingerprint(min(mtimes)[1], Kind.ORDER, digest, _NO_SIG, seen)]

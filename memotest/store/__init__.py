@@ -16,13 +16,18 @@ The rooms, one module each:
 - :mod:`~memotest.store.lock`: the build lock (one build writes at a time);
 - :mod:`~memotest.store.schema`: the SQLite tables, the format version (a store of another
   version is emptied), connections and transactions;
-- :mod:`~memotest.store.records`: :class:`Record`, the ``records`` table;
+- :mod:`~memotest.store.records`: :class:`Record`, the ``records`` table: many variants
+  per target (each a recorded run with the fingerprints it needs), at most
+  :data:`MAX_VARIANTS` per target, the least recently used going first;
 - :mod:`~memotest.store.fingerprints`: the ``paths`` and ``fps`` tables records share,
   and their caches;
 - :mod:`~memotest.store.blobs`: the content-addressed blobs behind a small interface
   (:class:`~memotest.store.blobs.BlobStore`), kept in ``cas/``;
 - :mod:`~memotest.store.outputs`: declared outputs, named in records and restored;
-- :mod:`~memotest.store.gc`: deleting what no record references;
+- :mod:`~memotest.store.gc`: the size bound (``settings.max_size``: least recently used
+  variants evicted) and deleting what no record references;
+- :mod:`~memotest.store.housekeeping`: the :class:`Store`'s part that marks replayed
+  variants used (once per build, one transaction) and runs the GC;
 - :mod:`~memotest.store.damage`: what a damaged store is, and how a build sets it aside
   and goes on (a damaged store never yields a hit; ``memotest clean`` always works).
 
@@ -36,21 +41,24 @@ leaves a store with each record either absent or complete. One build writes at a
 
 from memotest.store.errors import CorruptBlob, StoreDamaged, StoreError, StoreLocked
 from memotest.store.fingerprints import FpRow, InputList
-from memotest.store.gc import GC_MIN_PUTS, GcStats
+from memotest.store.gc import DEFAULT_MAX_SIZE, GC_MIN_PUTS, GcStats
 from memotest.store.outputs import EXECUTABLE_MARK, output_value, split_output
-from memotest.store.records import STATUSES, Record, default_recorder
+from memotest.store.records import MAX_VARIANTS, STATUSES, Head, Record, default_recorder
 from memotest.store.schema import SCHEMA_VERSION
 from memotest.store.store import STORE_DIR, Store
 
 __all__ = [
+    "DEFAULT_MAX_SIZE",
     "EXECUTABLE_MARK",
     "GC_MIN_PUTS",
+    "MAX_VARIANTS",
     "SCHEMA_VERSION",
     "STATUSES",
     "STORE_DIR",
     "CorruptBlob",
     "FpRow",
     "GcStats",
+    "Head",
     "InputList",
     "Record",
     "Store",

@@ -168,6 +168,19 @@ class LocalBlobStore:
             raise CorruptBlob(f"blob {digest} does not match its digest", digest)
         return data
 
+    def sizes(self) -> dict[str, int]:
+        """The bytes each kept blob takes on disk, by digest (for the store's size bound)."""
+        out: dict[str, int] = {}
+        if self.dir.is_dir():
+            for sub in os.scandir(self.dir):
+                if not sub.is_dir(follow_symlinks=False):
+                    continue
+                for f in os.scandir(sub.path):
+                    if not f.name.startswith(_TMP_PREFIX):
+                        with contextlib.suppress(OSError):
+                            out[sub.name + f.name] = f.stat(follow_symlinks=False).st_size
+        return out
+
     def sweep(self, keep: set[str]) -> tuple[int, int]:
         """Delete every blob whose digest is not in ``keep``, and stray temporary files;
         returns (files deleted, their bytes)."""

@@ -12,9 +12,12 @@ folder; listings hold names only.
 from __future__ import annotations
 
 import dataclasses
+from typing import TypeVar
 
 from memotest.roots import Roots
 from memotest.store.records import Record
+
+K = TypeVar("K")
 
 
 def stored(record: Record, roots: Roots) -> Record:
@@ -27,7 +30,7 @@ def stored(record: Record, roots: Roots) -> Record:
     )
 
 
-def loaded(records: dict[str, Record], roots: Roots) -> dict[str, Record]:
+def loaded(records: dict[K, Record], roots: Roots) -> dict[K, Record]:
     """``records`` as read from the store, with their paths made local (in place)."""
     local = roots.local
     for rec in records.values():

@@ -1,7 +1,17 @@
-"""Records: what the store keeps about each target's last run (the ``records`` table).
+"""Records: what the store keeps about each target's runs (the ``records`` table).
 
-One row per target name; storing a record replaces the previous one of that name. A
-record's ``inputs`` column is a zlib-compressed array of ``fps.id`` (uint32, little endian,
+Many rows per target name, its *variants* (ccache's direct-mode manifests are the model):
+each is one recorded run, with the fingerprints it needs and its result, so that a branch
+switched back to, a bisect or a rebase finds the result of a state seen before
+(:func:`memotest.plan.plan` picks the one that holds). Storing a record adds a variant and
+replaces any variant of the same name with the same key (``recorder``, ``def_hash``,
+``env_hash``, ``shaping``) and the same input id array: the same observations never keep
+two results (a flaky test's fail replaces its pass). Each name keeps at most
+:data:`MAX_VARIANTS`, the least recently used going first; ``last_used_ns`` (set when
+recorded, and when replayed: :func:`mark_used`) orders that and the store's size bound
+(:mod:`memotest.store.gc`). "Newest" is the latest ``finished_ns`` (then the latest id).
+
+A record's ``inputs`` column is a zlib-compressed array of ``fps.id`` (uint32, little endian,
 sorted): records share their fingerprints (:mod:`memotest.store.fingerprints`), so 1,000
 records of 2,000 inputs each cost a few MB, and checking them all means validating each
 *distinct* fingerprint once and testing each record's id array against the set of invalid
@@ -23,7 +33,7 @@ import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from memotest.model import Input
 from memotest.store.damage import Garbled
@@ -32,6 +42,10 @@ from memotest.store.outputs import split_output
 
 #: The statuses a record can have; only ``passed`` results are reused.
 STATUSES = ("passed", "failed", "timeout", "error")
+
+#: The variants kept per target name: enough for a few branches, a bisect's states and a
+#: flaky history, while a target whose inputs change at every commit stays bounded.
+MAX_VARIANTS = 8
 
 
 def default_recorder() -> str:
@@ -78,6 +92,8 @@ class Record:
     #: The settings that shaped what it holds (:mod:`memotest.shaping`): reused only
     #: while each is still granted.
     shaping: list[str] = field(default_factory=list)
+    #: Which stored variant this is (the row's id), None for a record not read from a store.
+    variant_id: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -89,46 +105,106 @@ _COLUMNS = (
     "started_ns, finished_ns, cacheable, uncacheable_reason, inputs, writes, log_digest, outputs, "
     "rewritten, shaping"
 )
+_SELECTED = "id, " + _COLUMNS
+
+
+_NEWEST = "finished_ns DESC, id DESC"
+
+
+class Head(NamedTuple):
+    """The few columns of a variant that say whether it is a candidate for a target's key
+    (:func:`heads`): cheap to read for every variant of a build's targets."""
+
+    id: int
+    name: str
+    recorder: str
+    def_hash: str
+    env_hash: str
+    shaping: str  # JSON, as stored
+    finished_ns: int
+    last_used_ns: int
 
 
 def names(conn: sqlite3.Connection) -> list[str]:
-    """The names of all stored records, sorted."""
-    return [r[0] for r in conn.execute("SELECT name FROM records ORDER BY name")]
+    """The names that have records, sorted."""
+    return [r[0] for r in conn.execute("SELECT DISTINCT name FROM records ORDER BY name")]
 
 
 def count(conn: sqlite3.Connection) -> int:
-    """How many records are stored."""
+    """How many records (variants) are stored."""
     return int(conn.execute("SELECT COUNT(*) FROM records").fetchone()[0])
 
 
-def select(conn: sqlite3.Connection, wanted: Iterable[str] | None) -> list[tuple[Any, ...]]:
-    """The rows of the records named ``wanted`` (all when None) that exist, in one query."""
-    sql = f"SELECT {_COLUMNS} FROM records"
+def _where_names(sql: str, wanted: Iterable[str] | None, order: str) -> tuple[str, tuple]:
     if wanted is None:
-        return conn.execute(sql).fetchall()
-    unique = list(dict.fromkeys(wanted))
-    if not unique:
-        return []
-    return conn.execute(
-        sql + " WHERE name IN (SELECT value FROM json_each(?))", (json.dumps(unique),)
-    ).fetchall()
+        return f"{sql} ORDER BY {order}", ()
+    unique = json.dumps(list(dict.fromkeys(wanted)))
+    return f"{sql} WHERE name IN (SELECT value FROM json_each(?)) ORDER BY {order}", (unique,)
 
 
-def from_rows(rows: Iterable[tuple[Any, ...]], fps: FingerprintTable) -> dict[str, Record]:
-    """The records of rows of :func:`select`, by name; their ``inputs`` are lazy
-    :class:`~memotest.store.fingerprints.InputList` objects over ``fps``. A row that does
-    not decode raises :class:`~memotest.store.damage.Garbled`."""
-    out: dict[str, Record] = {}
-    for r in rows:
-        try:
-            out[r[0]] = _from_row(r, fps)
-        except (ValueError, TypeError, KeyError, IndexError, OverflowError, zlib.error) as exc:
-            raise Garbled(f"record {r[0]!r} does not decode: {exc}") from None
+def select(conn: sqlite3.Connection, wanted: Iterable[str] | None) -> list[tuple[Any, ...]]:
+    """The rows of the newest variant of each name in ``wanted`` (all when None)."""
+    sql, args = _where_names(f"SELECT {_SELECTED} FROM records", wanted, f"name, {_NEWEST}")
+    out: list[tuple[Any, ...]] = []
+    for r in conn.execute(sql, args):
+        if not out or out[-1][1] != r[1]:
+            out.append(r)
     return out
 
 
-def _from_row(r: tuple[Any, ...], fps: FingerprintTable) -> Record:
+def select_ids(conn: sqlite3.Connection, ids: Iterable[int]) -> list[tuple[Any, ...]]:
+    """The rows of the variants ``ids`` that exist."""
+    return conn.execute(
+        f"SELECT {_SELECTED} FROM records WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(set(ids))),),
+    ).fetchall()
+
+
+def heads(conn: sqlite3.Connection, wanted: Iterable[str] | None) -> dict[str, list[Head]]:
+    """Every variant of the names ``wanted`` (all when None) as a :class:`Head`, by name,
+    newest first."""
+    sql, args = _where_names(
+        "SELECT id, name, recorder, def_hash, env_hash, shaping, finished_ns, last_used_ns "
+        "FROM records",
+        wanted,
+        f"name, {_NEWEST}",
+    )
+    out: dict[str, list[Head]] = {}
+    for r in conn.execute(sql, args):
+        out.setdefault(r[1], []).append(Head._make(r))
+    return out
+
+
+def mark_used(conn: sqlite3.Connection, ids: Iterable[int], now_ns: int) -> None:
+    """Set the variants ``ids`` as used at ``now_ns`` (in the caller's transaction)."""
+    conn.execute(
+        "UPDATE records SET last_used_ns = ? WHERE id IN (SELECT value FROM json_each(?))",
+        (now_ns, json.dumps(sorted(set(ids)))),
+    )
+
+
+def from_rows(rows: Iterable[tuple[Any, ...]], fps: FingerprintTable) -> dict[str, Record]:
+    """The records of rows of :func:`select`, by name (the first row of a name wins)."""
+    out: dict[str, Record] = {}
+    for rec in decode(rows, fps):
+        out.setdefault(rec.name, rec)
+    return out
+
+
+def decode(rows: Iterable[tuple[Any, ...]], fps: FingerprintTable) -> Iterator[Record]:
+    """The records of rows of :func:`select` or :func:`select_ids`; their ``inputs`` are
+    lazy :class:`~memotest.store.fingerprints.InputList` objects over ``fps``. A row that
+    does not decode raises :class:`~memotest.store.damage.Garbled`."""
+    for r in rows:
+        try:
+            yield _from_row(r[1:], fps, r[0])
+        except (ValueError, TypeError, KeyError, IndexError, OverflowError, zlib.error) as exc:
+            raise Garbled(f"record {r[1]!r} does not decode: {exc}") from None
+
+
+def _from_row(r: tuple[Any, ...], fps: FingerprintTable, variant_id: int) -> Record:
     rec = Record(
+        variant_id=variant_id,
         name=r[0],
         recorder=r[1],
         def_hash=r[2],
@@ -154,13 +230,26 @@ def _from_row(r: tuple[Any, ...], fps: FingerprintTable) -> Record:
     return rec
 
 
-def insert(conn: sqlite3.Connection, record: Record, ids: Iterable[int]) -> None:
-    """Write ``record``, whose inputs are the fingerprints ``ids``, replacing the previous
-    record of its name (in the caller's transaction)."""
+def insert(conn: sqlite3.Connection, record: Record, ids: Iterable[int], now_ns: int) -> int:
+    """Add ``record``, whose inputs are the fingerprints ``ids``, as a variant of its name
+    used at ``now_ns``, replacing the variant of the same key and inputs and the least
+    recently used ones beyond :data:`MAX_VARIANTS` (in the caller's transaction). Returns
+    its id."""
     unique = set(ids)
-    conn.execute(
-        f"INSERT OR REPLACE INTO records({_COLUMNS}, n_inputs) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    encoded = _encode_ids(unique)
+    shaping = json.dumps(sorted(set(record.shaping)))
+    same_key = conn.execute(
+        "SELECT id, inputs FROM records WHERE name = ? AND recorder = ? AND def_hash = ? "
+        "AND env_hash = ? AND shaping = ?",
+        (record.name, record.recorder, record.def_hash, record.env_hash, shaping),
+    ).fetchall()
+    sorted_ids = array("I", sorted(unique))
+    for vid, inputs in same_key:
+        if inputs == encoded or _decode_ids(inputs) == sorted_ids:
+            conn.execute("DELETE FROM records WHERE id = ?", (vid,))
+    cur = conn.execute(
+        f"INSERT INTO records({_COLUMNS}, n_inputs, last_used_ns) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             record.name,
             record.recorder,
@@ -175,19 +264,28 @@ def insert(conn: sqlite3.Connection, record: Record, ids: Iterable[int]) -> None
             int(record.finished_ns),
             int(bool(record.cacheable)),
             to_db(record.uncacheable_reason),
-            _encode_ids(unique),
+            encoded,
             _encode_paths(sorted(set(record.writes))),
             record.log_digest,
             json.dumps(record.outputs, sort_keys=True, default=str),
             _encode_paths(sorted(set(record.rewritten))),
-            json.dumps(sorted(set(record.shaping))),
+            shaping,
             len(unique),
+            now_ns,
         ),
     )
+    new_id = int(cur.lastrowid or 0)
+    extra = conn.execute(
+        "SELECT id FROM records WHERE name = ? AND id != ? "
+        "ORDER BY last_used_ns DESC, id DESC LIMIT -1 OFFSET ?",
+        (record.name, new_id, MAX_VARIANTS - 1),
+    ).fetchall()
+    conn.executemany("DELETE FROM records WHERE id = ?", extra)
+    return new_id
 
 
 def delete(conn: sqlite3.Connection, name: str) -> bool:
-    """Forget the record of ``name`` (in the caller's transaction); True if there was one."""
+    """Forget every variant of ``name`` (in the caller's transaction); True if there was one."""
     return conn.execute("DELETE FROM records WHERE name = ?", (name,)).rowcount > 0
 
 

@@ -6,10 +6,13 @@ Schema (``SCHEMA_VERSION``)::
     paths(id INTEGER PRIMARY KEY, path TEXT UNIQUE)
     fps(id INTEGER PRIMARY KEY, path_id, kind, digest, link, mtime_ns, size, ino, ctime_ns,
         verified_ns, UNIQUE(path_id, kind, digest))
-    records(name TEXT PRIMARY KEY, recorder, def_hash, definition JSON, env_hash, env JSON,
-            status, exit_code, duration, started_ns, finished_ns, cacheable,
+    records(id INTEGER PRIMARY KEY, name, recorder, def_hash, definition JSON, env_hash,
+            env JSON, status, exit_code, duration, started_ns, finished_ns, cacheable,
             uncacheable_reason, n_inputs, inputs BLOB, writes BLOB, log_digest, outputs JSON,
-            rewritten BLOB, shaping JSON)
+            rewritten BLOB, shaping JSON, last_used_ns)
+    INDEX records_name ON records(name)
+
+``records`` holds many rows (variants) per target name (format 4; format 3 had one).
 
 ``records`` is :mod:`memotest.store.records`' table, ``paths`` and ``fps``
 :mod:`memotest.store.fingerprints`'; ``meta`` holds the format version (key ``schema``) and
@@ -33,7 +36,7 @@ from typing import Any
 from memotest.store.errors import StoreError
 
 #: Bumped when the database layout changes; a store of another version is emptied.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: The database's file name in the store's folder.
 DB_FILE = "db.sqlite"
@@ -57,7 +60,8 @@ CREATE TABLE IF NOT EXISTS fps(
     UNIQUE(path_id, kind, digest)
 );
 CREATE TABLE IF NOT EXISTS records(
-    name TEXT PRIMARY KEY,
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
     recorder TEXT NOT NULL,
     def_hash TEXT NOT NULL,
     definition TEXT NOT NULL,
@@ -76,8 +80,10 @@ CREATE TABLE IF NOT EXISTS records(
     log_digest TEXT,
     outputs TEXT NOT NULL,
     rewritten BLOB NOT NULL,
-    shaping TEXT NOT NULL DEFAULT '[]'
+    shaping TEXT NOT NULL DEFAULT '[]',
+    last_used_ns INTEGER NOT NULL DEFAULT 0
 );
+CREATE INDEX IF NOT EXISTS records_name ON records(name);
 """
 
 

@@ -14,6 +14,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,7 +26,7 @@ from memotest.store import damage, records, schema
 from memotest.store.blobs import CAS_DIR, LocalBlobStore
 from memotest.store.errors import CorruptBlob, StoreDamaged, StoreError
 from memotest.store.fingerprints import FingerprintTable, storable_updates
-from memotest.store.gc import PUTS_KEY, GcStats, collect, is_due
+from memotest.store.housekeeping import Housekeeping
 from memotest.store.lock import LOCK_FILE, acquire_lock, release_lock
 from memotest.store.outputs import restore_file, restore_outputs
 from memotest.store.portable import loaded, stored
@@ -37,7 +38,7 @@ STORE_DIR = ".memotest"
 T = TypeVar("T")
 
 
-class Store:
+class Store(Housekeeping):
     """An open ``.memotest/`` store (use :meth:`open`; a context manager). Thread-safe: one
     connection guarded by a lock, so a scheduler's threads may ``put`` while others read."""
 
@@ -205,8 +206,30 @@ class Store:
         )
         return loaded(found, self._fps.roots)
 
+    @property
+    def roots(self) -> Roots:
+        """The roots its paths are stored under (:mod:`memotest.roots`)."""
+        return self._fps.roots
+
+    def variant_heads(self, names: Iterable[str]) -> dict[str, list[records.Head]]:
+        """Every variant of ``names``, newest first, as :class:`~memotest.store.records.Head`
+        (the columns that say whether it is a candidate), in one query."""
+        wanted = list(names)
+        return self._guarded("reading the records", lambda: records.heads(self._db(), wanted))
+
+    def variants(self, ids: Iterable[int]) -> dict[int, Record]:
+        """The variants ``ids`` that exist, by id, with lazy inputs (as :meth:`records`)."""
+        wanted = list(ids)
+
+        def read() -> dict[int, Record]:
+            rows = records.select_ids(self._db(), wanted)
+            return {r.variant_id or 0: r for r in records.decode(rows, self._fps)}
+
+        return loaded(self._guarded("reading the records", read), self._fps.roots)
+
     def put(self, record: Record) -> None:
-        """Store ``record`` (replacing the previous one of that name) in one transaction.
+        """Add ``record`` as a variant of its name, in one transaction (replacing the
+        variant of the same key and inputs: :func:`memotest.store.records.insert`).
 
         The blobs it names (log, outputs) must already be in the CAS. Listing names carried
         by ``LISTING`` fingerprints are saved to the CAS first, for ``explain``.
@@ -221,7 +244,8 @@ class Store:
         def put() -> None:
             with schema.transaction(self._db()) as conn:
                 interned = self._fps.intern(conn, record.inputs)
-                records.insert(conn, stored(record, self._fps.roots), interned.ids)
+                rec = stored(record, self._fps.roots)
+                records.insert(conn, rec, interned.ids, time.time_ns())
             self._fps.learn(interned)
 
         self._guarded(f"recording {record.name}", put)
@@ -240,7 +264,7 @@ class Store:
                     self.put_blob(blob)
 
     def remove(self, name: str) -> bool:
-        """Forget the record of ``name``; True if there was one."""
+        """Forget every variant of ``name``; True if there was one."""
         self._require_lock()
 
         def remove() -> bool:
@@ -363,38 +387,3 @@ class Store:
         except (OSError, ValueError, StoreError):
             return None
         return split_listing(blob)[0]
-
-    # -- housekeeping -------------------------------------------------------------------
-
-    def gc_if_due(self) -> GcStats | None:
-        """Collects garbage (:meth:`gc`) when it is due (:func:`~.gc.is_due`): what was
-        removed, or None when it was not due. Called at the end of a build, with the lock."""
-        self._require_lock()
-        if not self._puts:
-            return None  # nothing replaced since the last look: a no-op build writes nothing
-        puts = int(self.get_meta(PUTS_KEY) or 0) + self._puts
-        self._puts = 0
-        kept = self._guarded("reading the records", lambda: records.count(self._db()))
-        if not is_due(puts, kept):
-            self.set_meta(PUTS_KEY, puts)
-            return None
-        return self.gc()
-
-    def gc(self) -> GcStats:
-        """Delete fingerprints, paths and blobs no record references, and stray temp files
-        (and start counting the writes for :meth:`gc_if_due` again)."""
-        self._require_lock()
-        self._puts = 0
-        self.set_meta(PUTS_KEY, 0)
-        return self._guarded(
-            "collecting garbage", lambda: collect(self._db, self._mutex, self._fps, self._blobs)
-        )
-
-    def size_bytes(self) -> int:
-        """The bytes the store takes on disk (database, WAL and CAS)."""
-        total = 0
-        for dirpath, _dirs, files in os.walk(self.dir):
-            for f in files:
-                with contextlib.suppress(OSError):
-                    total += os.lstat(os.path.join(dirpath, f)).st_size
-        return total

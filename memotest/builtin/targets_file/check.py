@@ -16,13 +16,13 @@ from typing import Any
 
 from memotest.builtin.targets_file import foreach
 from memotest.builtin.targets_file.syntax import Lines
-from memotest.config import Project, Settings, find_cycle, target_problems
+from memotest.config import Project, Settings, find_cycle, parse_size, target_problems
 from memotest.errors import ConfigError
 from memotest.model import SourceLocation, Target
 from memotest.roots import load_roots
 from memotest.services import check_services
 
-SETTINGS_KEYS = {"jobs", "pass_env", "ignore", "services", "roots"}
+SETTINGS_KEYS = {"jobs", "pass_env", "ignore", "services", "roots", "max_size"}
 TARGET_KEYS = {
     "command",
     "cwd",
@@ -110,6 +110,14 @@ class Checker:
                 s.roots = load_roots(raw["roots"], self.root)
             except ValueError as exc:
                 raise self.fail((*keys, "roots"), str(exc)) from None
+        if "max_size" in raw:
+            size = parse_size(raw["max_size"])
+            if size is None:
+                raise self.fail(
+                    (*keys, "max_size"),
+                    'max_size must be a size, like "2 GiB" or "500 MB", or a number of bytes',
+                )
+            s.max_size = size
         return s
 
     def str_list(self, value: Any, keys: tuple[str, ...]) -> list[str]:
