@@ -50,6 +50,11 @@ class Settings:
     #: Endpoints outside the target's tree whose data the user vouches never changes a
     #: result (``memotest/services.py``); part of every target's key.
     services: tuple[str, ...] = ()
+    #: The remote cache's URL (``memotest/remote/``); ``--remote`` and ``MEMOTEST_REMOTE``
+    #: win over it.
+    remote: str | None = None
+    #: Seconds to wait for the remote to connect and to answer each request.
+    remote_timeout: float | None = None
 
 
 @dataclass

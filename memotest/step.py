@@ -28,7 +28,7 @@ that parallel tox envs or ``make -j`` sharing one store still run side by side.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
@@ -89,6 +89,8 @@ class Step:
         self.before: dict[str, dict[str, Before]] = {}
         #: Per fresh target that could not be replayed: why (it runs instead).
         self.unreplayable: dict[str, str] = {}
+        #: Called with each record put into the store (the remote's upload), if set.
+        self.uploader: Callable[[Store, TargetKey, Record], None] | None = None
 
     def key(self, target: Target) -> TargetKey:
         return keymod.target_key(target, self.settings, env=self.env, shaping=self.shaping)
@@ -163,11 +165,12 @@ class Step:
         self.states.forget(trace.writes | trace.deleted)
         if store is None:
             return result
+        key = self.key(target)
         try:
             rec = make_record(
                 target,
                 outcome,
-                key=self.key(target),
+                key=key,
                 states=self.states,
                 store=store,
                 ignore=self.ignore,
@@ -179,6 +182,8 @@ class Step:
         except (StoreError, OSError, UnicodeError) as exc:  # the run stands: never run it twice
             result.note = f"not cached: the store failed to record it: {exc}"
             return result
+        if self.uploader is not None:
+            self.uploader(store, key, rec)
         if not rec.cacheable and outcome.status == "passed":
             result.note = f"not cached: {rec.uncacheable_reason}"
         return result

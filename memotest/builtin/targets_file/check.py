@@ -21,7 +21,7 @@ from memotest.errors import ConfigError
 from memotest.model import SourceLocation, Target
 from memotest.services import check_services
 
-SETTINGS_KEYS = {"jobs", "pass_env", "ignore", "services"}
+SETTINGS_KEYS = {"jobs", "pass_env", "ignore", "services", "remote", "remote_timeout"}
 TARGET_KEYS = {
     "command",
     "cwd",
@@ -100,6 +100,15 @@ class Checker:
             s.services = tuple(self.str_list(raw["services"], (*keys, "services")))
             if bad := check_services(s.services):
                 raise self.fail((*keys, "services"), bad)
+        if "remote" in raw:
+            if not isinstance(raw["remote"], str):
+                raise self.fail((*keys, "remote"), "remote must be a URL (http, https, redis)")
+            s.remote = raw["remote"] or None
+        if "remote_timeout" in raw:
+            t = raw["remote_timeout"]
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < 1e6:
+                raise self.fail((*keys, "remote_timeout"), "remote_timeout must be seconds > 0")
+            s.remote_timeout = float(t)
         return s
 
     def str_list(self, value: Any, keys: tuple[str, ...]) -> list[str]:
