@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import http.server
-import os
 import shutil
 import signal
 import socket
@@ -122,7 +121,7 @@ http {{
 
 @contextlib.contextmanager
 def nginx_dav(folder: Path) -> Iterator[Server]:
-    exe = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+    exe = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin")
     if exe is None:
         pytest.skip("nginx is not installed (Debian packages nginx libnginx-mod-http-dav-ext)")
     for sub in ("tmp", "data/cache"):

@@ -88,9 +88,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "nginx WebDAV, ccache's http storage) or redis://HOST:PORT (wins over "
         "MEMOTEST_REMOTE and the remote setting)",
     )
-    p.add_argument(
-        "--no-remote", action="store_true", help="use no remote cache, whatever is set"
-    )
+    p.add_argument("--no-remote", action="store_true", help="use no remote cache, whatever is set")
     p.add_argument(
         "--remote-read-only",
         action="store_true",
