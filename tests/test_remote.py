@@ -303,3 +303,23 @@ def test_redis_without_its_package_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "redis", None)
     with pytest.raises(ImportError, match=r"memotest\[redis\]"):
         RedisBackend("redis://127.0.0.1:1/0")
+
+
+def test_commands_memoized_from_other_tools_use_the_remote(tmp_path, monkeypatch):
+    """``run_memoized`` (the tox, nox and make adapters) takes ``MEMOTEST_REMOTE`` too."""
+    from memotest.memo import run_memoized
+    from memotest.model import Target
+
+    with redis_server(tmp_path / "server") as s:
+        project = write_tree(tmp_path / "p", {"data.txt": "one\n"})
+        monkeypatch.setenv("MEMOTEST_REMOTE", s.url)
+        t = Target(name="make:x", command="cat data.txt", cwd=str(project))
+        first = run_memoized(t, root=project)
+        assert first.status == "passed" and not first.cached
+        empty_store(project)
+        second = run_memoized(t, root=project)
+        assert second.cached and second.log == b"one\n"
+        empty_store(project)
+        (project / "data.txt").write_text("two\n")
+        third = run_memoized(t, root=project)
+        assert not third.cached and third.log == b"two\n"
