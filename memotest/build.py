@@ -33,6 +33,8 @@ from memotest.model import Target
 from memotest.observe import file_states
 from memotest.plan import Fresh, Stale
 from memotest.plugins import Config
+from memotest.remote.cache import RemoteCache
+from memotest.remote.fetch import fetch
 from memotest.report import Summary, TargetResult
 from memotest.runner import Runner
 from memotest.step import Step
@@ -93,6 +95,7 @@ class Build:
         options: Options,
         config: Config,
         pool: WorkerPool | None = None,
+        remote: RemoteCache | None = None,
     ) -> None:
         self.store = None if options.no_cache else store
         self.config = config
@@ -109,6 +112,10 @@ class Build:
             if options.dry_run
             else RealCommandRunner(self.step, self.store, options.jobs)
         )
+        #: The remote cache (none without a store, nor in a dry run).
+        self.remote = remote if self.store is not None and not options.dry_run else None
+        if self.remote is not None:
+            self.step.uploader = self.remote.upload
         self.audit = Audit(0.0 if options.dry_run else options.audit, options.audit_seed)
         self.summary = Summary()
         self.started = 0.0
@@ -147,6 +154,9 @@ class Build:
             raise
         finally:
             self.runner.close()
+            if self.remote is not None:
+                self.remote.close()  # the uploads joined
+                self.summary.remote = self.remote.summary()
         self.step.mark_used(self.store)
         self.summary.duration = time.monotonic() - self.started
         self.summary.results.sort(key=lambda r: serial.get(r.name, 0))
@@ -156,6 +166,8 @@ class Build:
         """Every target checked (``--audit`` turns some fresh ones stale), the order edges
         among those that may run, and the queue they wait in."""
         self.verdicts = self.step.check(targets, self.store)
+        if self.remote is not None and self.store is not None:
+            self.verdicts.update(fetch(self.remote, self.step, self.store, targets, self.verdicts))
         self.audit.choose(self.verdicts, self.summary)
         records: dict[str, Record | None] = {n: v.record for n, v in self.verdicts.items()}
         conflicts = Conflicts(self.step, self.store, serial)

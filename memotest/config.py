@@ -93,6 +93,11 @@ class Settings:
     #: The store's size bound in bytes (:mod:`memotest.store.gc`): past it, the least
     #: recently used recorded runs are evicted.
     max_size: int = DEFAULT_MAX_SIZE
+    #: The remote cache's URL (``memotest/remote/``); ``--remote`` and ``MEMOTEST_REMOTE``
+    #: win over it.
+    remote: str | None = None
+    #: Seconds to wait for the remote to connect and to answer each request.
+    remote_timeout: float | None = None
 
 
 @dataclass

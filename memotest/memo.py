@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +24,13 @@ from typing import BinaryIO
 
 from memotest import plugins
 from memotest.config import Project, Settings
+from memotest.errors import UsageError
 from memotest.model import Outcome, Target
 from memotest.observe import file_states
 from memotest.plan import Fresh, Stale
 from memotest.plugins import Config
+from memotest.remote import RemoteCache, open_remote
+from memotest.remote.fetch import fetch
 from memotest.report import TargetResult
 from memotest.runner import Runner
 from memotest.step import Step
@@ -93,11 +98,27 @@ def run_memoized(
         environ=environ,
         force=force,
     )
+    remote = _remote(settings)
+    if remote is not None:
+        step.uploader = remote.upload
     try:
-        return _replay_or_run(step, target, root, tee, unkeyed_env)
+        return _replay_or_run(step, target, root, tee, unkeyed_env, remote)
     finally:
+        if remote is not None:
+            remote.close()  # the upload joined: the calling tool may exit next
         if own_pool is not None:
             own_pool.close()
+
+
+def _remote(settings: Settings) -> RemoteCache | None:
+    """The remote cache of ``MEMOTEST_REMOTE`` or ``settings.remote``, as a build's
+    (read-only with ``MEMOTEST_REMOTE_READ_ONLY=1``); one it cannot use is warned about
+    and left out, since the calling tool has no command line of memotest's to fix."""
+    try:
+        return open_remote(argparse.Namespace(), settings, os.environ)
+    except UsageError as exc:
+        sys.stderr.write(f"memotest: warning: {exc}; going on without the remote\n")
+        return None
 
 
 def _replay_or_run(
@@ -106,9 +127,14 @@ def _replay_or_run(
     root: Path,
     tee: BinaryIO | None,
     unkeyed_env: Mapping[str, str] | None,
+    remote: RemoteCache | None = None,
 ) -> MemoResult:
     with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT, roots=step.roots) as store:
         verdict = step.check([target], store)[target.name]
+        if remote is not None and isinstance(verdict, Stale):
+            verdict = fetch(remote, step, store, [target], {target.name: verdict}).get(
+                target.name, verdict
+            )
         if isinstance(verdict, Fresh):
             rec = verdict.record
             replayed = step.replay(target, rec, store)

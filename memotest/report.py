@@ -39,6 +39,7 @@ class Summary:
     first_failure: float | None = None  # seconds from start to the first failed result
     hazards: list = field(default_factory=list)  # schedule.Edge: conflicts seen in parallel
     audit: dict = field(default_factory=dict)  # --audit: seed, audited names, errors
+    remote: dict = field(default_factory=dict)  # the remote cache's counts (remote/cache.py)
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.results if r.status == status)
@@ -70,6 +71,7 @@ class Summary:
                 ),
             },
             "audit": self.audit or None,
+            "remote": self.remote or None,
             "hazards": [
                 {"before": e.before, "after": e.after, "path": e.path} for e in self.hazards
             ],

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
@@ -97,6 +97,8 @@ class Step:
         self.unreplayable: dict[str, str] = {}
         #: The variants replayed and not yet marked used (:meth:`mark_used`).
         self.used: list[int] = []
+        #: Called with each record put into the store (the remote's upload), if set.
+        self.uploader: Callable[[Store, TargetKey, Record], None] | None = None
 
     def key(self, target: Target) -> TargetKey:
         return keymod.target_key(
@@ -183,11 +185,12 @@ class Step:
         self.states.forget(trace.writes | trace.deleted)
         if store is None:
             return result
+        key = self.key(target)
         try:
             rec = make_record(
                 target,
                 outcome,
-                key=self.key(target),
+                key=key,
                 states=self.states,
                 store=store,
                 ignore=self.ignore,
@@ -199,6 +202,8 @@ class Step:
         except (StoreError, OSError, UnicodeError) as exc:  # the run stands: never run it twice
             result.note = f"not cached: the store failed to record it: {exc}"
             return result
+        if self.uploader is not None:
+            self.uploader(store, key, rec)
         if not rec.cacheable and outcome.status == "passed":
             result.note = f"not cached: {rec.uncacheable_reason}"
         return result

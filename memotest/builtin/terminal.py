@@ -139,4 +139,8 @@ class TerminalReporter:
         if summary.first_failure is not None:
             line += f"; first failure after {_fmt_time(summary.first_failure)}"
         self.out.write(line + "\n")
+        if summary.remote:
+            from memotest.remote import summary_line
+
+            self.out.write(summary_line(summary.remote) + "\n")
         self.out.flush()

@@ -10,6 +10,7 @@ from memotest.build import Build, Options, interrupt_on_sigterm, select
 from memotest.commands.common import add_file_option, open_store
 from memotest.config import Project
 from memotest.errors import UsageError
+from memotest.remote import open_remote
 from memotest.store import Store
 from memotest.tracer.warm.pool import WorkerPool
 
@@ -80,6 +81,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "and every file a reader takes a part of whole: not by the code, the entries and the "
         "parts a run forked from a warm worker used",
     )
+    p.add_argument(
+        "--remote",
+        metavar="URL",
+        help="a remote cache shared with other machines: http(s)://HOST/PREFIX (bazel-remote, "
+        "nginx WebDAV, ccache's http storage) or redis://HOST:PORT (wins over "
+        "MEMOTEST_REMOTE and the remote setting)",
+    )
+    p.add_argument("--no-remote", action="store_true", help="use no remote cache, whatever is set")
+    p.add_argument(
+        "--remote-read-only",
+        action="store_true",
+        help="take results from the remote cache but upload none (MEMOTEST_REMOTE_READ_ONLY=1)",
+    )
     plugins.call("memotest_addoption", parser=p, pluginmanager=plugins.manager())
     p.set_defaults(run=run)
 
@@ -128,10 +142,16 @@ def _build(config: plugins.Config, project: Project) -> int:
         audit=args.audit,
         audit_seed=args.audit_seed,
     )
+    try:
+        remote = open_remote(args, project.settings, os.environ)
+    except UsageError:
+        if pool is not None:
+            pool.close()
+        raise
     store = None if args.no_cache else open_store(project, lock=not args.dry_run)
     undo = interrupt_on_sigterm()
     try:
-        summary = Build(project, store, options, config, pool).run(targets)
+        summary = Build(project, store, options, config, pool, remote).run(targets)
     except KeyboardInterrupt:
         print("memotest: interrupted; running targets were stopped", flush=True)
         return 130

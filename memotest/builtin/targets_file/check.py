@@ -22,7 +22,16 @@ from memotest.model import SourceLocation, Target
 from memotest.roots import load_roots
 from memotest.services import check_services
 
-SETTINGS_KEYS = {"jobs", "pass_env", "ignore", "services", "roots", "max_size"}
+SETTINGS_KEYS = {
+    "jobs",
+    "pass_env",
+    "ignore",
+    "services",
+    "roots",
+    "max_size",
+    "remote",
+    "remote_timeout",
+}
 TARGET_KEYS = {
     "command",
     "cwd",
@@ -118,6 +127,15 @@ class Checker:
                     'max_size must be a size, like "2 GiB" or "500 MB", or a number of bytes',
                 )
             s.max_size = size
+        if "remote" in raw:
+            if not isinstance(raw["remote"], str):
+                raise self.fail((*keys, "remote"), "remote must be a URL (http, https, redis)")
+            s.remote = raw["remote"] or None
+        if "remote_timeout" in raw:
+            t = raw["remote_timeout"]
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < 1e6:
+                raise self.fail((*keys, "remote_timeout"), "remote_timeout must be seconds > 0")
+            s.remote_timeout = float(t)
         return s
 
     def str_list(self, value: Any, keys: tuple[str, ...]) -> list[str]:
