@@ -9,6 +9,7 @@ import json
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
+from memotest.shard import ShardPlan
 from memotest.textsafe import printable
 
 STATUSES = ("passed", "failed", "cached", "timeout", "error", "skipped")
@@ -40,6 +41,7 @@ class Summary:
     hazards: list = field(default_factory=list)  # schedule.Edge: conflicts seen in parallel
     audit: dict = field(default_factory=dict)  # --audit: seed, audited names, errors
     remote: dict = field(default_factory=dict)  # the remote cache's counts (remote/cache.py)
+    shard: ShardPlan | None = None  # --shard: what this shard was given
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.results if r.status == status)
@@ -72,6 +74,7 @@ class Summary:
             },
             "audit": self.audit or None,
             "remote": self.remote or None,
+            "shard": self.shard.as_json() if self.shard else None,
             "hazards": [
                 {"before": e.before, "after": e.after, "path": e.path} for e in self.hazards
             ],

@@ -21,6 +21,7 @@ from memotest.hookspecs import hookimpl
 from memotest.model import Target
 from memotest.plugins import Config
 from memotest.report import STATUSES, Summary, TargetResult
+from memotest.shard import ShardPlan
 
 NAME = "terminalreporter"
 
@@ -131,6 +132,8 @@ class TerminalReporter:
                 f"hazard: {e.after} ran alongside {e.before} and they conflict on {e.path}; "
                 "both ran again alone, and from now on they run in that order\n"
             )
+        if summary.shard is not None:
+            self.out.write(_shard_line(summary.shard) + "\n")
         parts = [f"{summary.count(s)} {s}" for s in STATUSES if summary.count(s)]
         line = f"{len(summary.results)} targets: {', '.join(parts) or 'nothing to do'}"
         line += f" in {_fmt_time(summary.duration)}"
@@ -144,3 +147,15 @@ class TerminalReporter:
 
             self.out.write(summary_line(summary.remote) + "\n")
         self.out.flush()
+
+
+def _shard_line(plan: ShardPlan) -> str:
+    """``shard 2/4: 13 of 50 targets (about 41s of 2m40s), and 1 they need: build-ext``."""
+    line = (
+        f"shard {plan.shard}: {len(plan.assigned)} of {plan.selected} targets "
+        f"(about {_fmt_time(plan.estimate)} of {_fmt_time(plan.total)})"
+    )
+    if plan.needed:
+        shown = ", ".join(plan.needed[:3]) + (" ..." if len(plan.needed) > 3 else "")
+        line += f", and {len(plan.needed)} they need from other shards: {shown}"
+    return line

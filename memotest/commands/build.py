@@ -10,7 +10,9 @@ from memotest.build import Build, Options, interrupt_on_sigterm, select
 from memotest.commands.common import add_file_option, open_store
 from memotest.config import Project
 from memotest.errors import UsageError
+from memotest.model import Target
 from memotest.remote import open_remote
+from memotest.shard import parse_shard, plan_shards
 from memotest.store import Store
 from memotest.tracer.warm.pool import WorkerPool
 
@@ -62,6 +64,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "at random, and fail if a result differs from the cached one",
     )
     p.add_argument("--audit-seed", type=int, metavar="N", help="the seed of --audit's choice")
+    p.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run shard I of N: a deterministic share of the selected targets, balanced by "
+        "their recorded durations, and what those need (for N parallel CI jobs)",
+    )
     p.add_argument(
         "--no-warm",
         action="store_true",
@@ -130,6 +138,7 @@ def _build(config: plugins.Config, project: Project) -> int:
     args = config.options
     pool = config.worker_pool
     targets = select(project, args.targets)
+    shard = parse_shard(args.shard) if args.shard else None
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("build: -j must be at least 1")
     jobs = args.jobs or project.settings.jobs or os.cpu_count() or 1
@@ -149,9 +158,13 @@ def _build(config: plugins.Config, project: Project) -> int:
             pool.close()
         raise
     store = None if args.no_cache else open_store(project, lock=not args.dry_run)
+    shard_plan = None
+    if shard is not None:
+        targets, shard_plan = plan_shards(targets, recorded_durations(store, targets), shard)
     undo = interrupt_on_sigterm()
     try:
         summary = Build(project, store, options, config, pool, remote).run(targets)
+        summary.shard = shard_plan
     except KeyboardInterrupt:
         print("memotest: interrupted; running targets were stopped", flush=True)
         return 130
@@ -180,6 +193,14 @@ def warm_pool(config: plugins.Config) -> WorkerPool:
     pool.preload = not config.options.no_preload
     pool.code_level = not config.options.whole_files
     return pool
+
+
+def recorded_durations(store: Store | None, targets: list[Target]) -> dict[str, float | None]:
+    """Each target's duration as its newest record gives it (None: never recorded)."""
+    if store is None:
+        return {}
+    records = store.records([t.name for t in targets])
+    return {name: rec.duration for name, rec in records.items()}
 
 
 def collect_garbage(store: Store, max_size: int, *, verbose: bool) -> None:

@@ -1,0 +1,99 @@
+"""``memotest build --shard I/N``: every target in exactly one shard, balanced by recorded
+durations, ``needs`` kept within a shard; real builds of a real targets file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import memotest, write_tree
+
+from memotest.errors import UsageError
+from memotest.model import Target
+from memotest.shard import Shard, assign, parse_shard, plan_shards
+
+SLEEPS = {"a": 0.8, "b": 0.6, "c": 0.4, "d": 0.2, "e": 0.2, "f": 0.2}
+
+
+def _project(root: Path) -> Path:
+    lines = ["[settings]", "jobs = 1", ""]
+    for name, secs in SLEEPS.items():
+        lines += [f"[targets.{name}]", f'command = "sleep {secs}"', ""]
+    lines += ["[targets.setup]", 'command = "echo setup > setup.txt"', ""]
+    lines += ["[targets.uses-setup]", 'command = "cat setup.txt"', 'needs = ["setup"]', ""]
+    return write_tree(root, {"memotest.toml": "\n".join(lines)})
+
+
+def _shard(root: Path, spec: str) -> tuple[int, str, dict]:
+    report = root.parent / f"{root.name}-{spec.replace('/', '-')}.json"
+    proc = memotest("build", "--shard", spec, "--json-report", str(report), cwd=root)
+    data = json.loads(report.read_text()) if report.exists() else {}
+    return proc.returncode, proc.stdout.decode() + proc.stderr.decode(), data
+
+
+def test_the_shards_cover_every_target_once_balanced_by_recorded_durations(tmp_path: Path):
+    root = _project(tmp_path / "p")
+    assert memotest("build", cwd=root).returncode == 0  # records every duration
+    assigned: list[str] = []
+    estimates = []
+    for i in (1, 2, 3):
+        code, out, data = _shard(root, f"{i}/3")
+        assert code == 0, out
+        shard = data["shard"]
+        assert (shard["index"], shard["count"], shard["selected"]) == (i, 3, 8)
+        assigned += shard["assigned"]
+        estimates.append(shard["estimate"])
+        ran = {t["name"] for t in data["targets"]}
+        assert ran == set(shard["assigned"]) | set(shard["needed"])
+        assert f"shard {i}/3: {len(shard['assigned'])} of 8 targets" in out
+        if "uses-setup" in shard["assigned"]:
+            assert "setup" in ran  # a need runs in the shard of what needs it
+            names = [t["name"] for t in data["targets"]]
+            assert names.index("setup") < names.index("uses-setup")
+    assert sorted(assigned) == sorted([*SLEEPS, "setup", "uses-setup"])
+    # 2.4 s of sleeps and two quick targets in three shards: a (0.8) alone, b+d (0.8),
+    # c+e+f (0.8) give each about a third; none gets more than half of the work.
+    assert max(estimates) <= 0.5 * sum(estimates), estimates
+
+
+def test_a_shard_is_the_same_on_every_machine_with_the_same_durations():
+    durations = {f"t{i}": float(i % 7) for i in range(40)}
+    first = assign(list(durations), durations, 4)
+    again = assign(list(reversed(list(durations))), dict(reversed(list(durations.items()))), 4)
+    assert first == again
+    assert sorted(n for s in first for n in s) == sorted(durations)
+
+
+def test_new_targets_spread_evenly():
+    names = [f"new{i}" for i in range(10)]
+    shards = assign(names, {}, 3)
+    assert sorted(len(s) for s in shards) == [3, 3, 4]
+
+
+def test_needs_of_a_shard_come_along_even_if_assigned_elsewhere():
+    targets = [
+        Target(name="build-ext", command="make", cwd="/"),
+        *(Target(name=f"t{i}", command="true", cwd="/", needs=("build-ext",)) for i in range(4)),
+    ]
+    seen: set[str] = set()
+    for i in (1, 2):
+        order, plan = plan_shards(targets, {"build-ext": 30.0}, Shard(i, 2))
+        names = [t.name for t in order]
+        assert "build-ext" in names and names[0] == "build-ext"
+        seen.update(plan.assigned)
+    assert seen == {t.name for t in targets}
+
+
+@pytest.mark.parametrize("text", ["0/3", "4/3", "3", "a/b", "1/0", "-1/2", ""])
+def test_a_bad_shard_is_a_usage_error(text: str):
+    with pytest.raises(UsageError, match="--shard"):
+        parse_shard(text)
+
+
+def test_a_bad_shard_on_the_command_line_exits_2_without_a_traceback(tmp_path: Path):
+    root = _project(tmp_path / "p")
+    proc = memotest("build", "--shard", "5/4", cwd=root)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2
+    assert "--shard" in err and "Traceback" not in err
