@@ -34,6 +34,7 @@ from memotest.observe import file_states
 from memotest.plan import Fresh, Stale
 from memotest.plugins import Config
 from memotest.remote.cache import RemoteCache
+from memotest.remote.durations import publish_durations
 from memotest.remote.fetch import fetch
 from memotest.report import Summary, TargetResult
 from memotest.runner import Runner
@@ -116,6 +117,8 @@ class Build:
         self.remote = remote if self.store is not None and not options.dry_run else None
         if self.remote is not None:
             self.step.uploader = self.remote.upload
+        #: The targets file as every clone names it: the key of the shards' durations.
+        self.targets_file = store.roots.portable(str(project.path)) if store else ""
         self.audit = Audit(0.0 if options.dry_run else options.audit, options.audit_seed)
         self.summary = Summary()
         self.started = 0.0
@@ -155,6 +158,8 @@ class Build:
         finally:
             self.runner.close()
             if self.remote is not None:
+                ran = {r.name: r.duration for r in self.summary.results if r.status != "cached"}
+                publish_durations(self.remote, self.targets_file, ran)  # for --shard
                 self.remote.close()  # the uploads joined
                 self.summary.remote = self.remote.summary()
         self.step.mark_used(self.store)

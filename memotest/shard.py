@@ -83,10 +83,12 @@ def parse_shard(text: str) -> Shard:
 
 
 def _weights(names: Iterable[str], durations: Mapping[str, float | None]) -> dict[str, float]:
+    """Each name's weight: its duration in milliseconds (as the remote keeps them, so that a
+    store's durations and the remote's split alike), or the median of the known ones."""
     names = list(names)
-    known = [d for n in names if (d := durations.get(n)) is not None and d >= 0]
-    fallback = statistics.median(known) if known else DEFAULT_SECONDS
-    return {n: w if (w := durations.get(n)) is not None and w >= 0 else fallback for n in names}
+    known = {n: round(d, 3) for n in names if (d := durations.get(n)) is not None and d >= 0}
+    fallback = statistics.median(known.values()) if known else DEFAULT_SECONDS
+    return {n: known.get(n, fallback) for n in names}
 
 
 def assign(

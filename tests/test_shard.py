@@ -4,6 +4,8 @@ durations, ``needs`` kept within a shard; real builds of a real targets file."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -20,14 +22,21 @@ def _project(root: Path) -> Path:
     lines = ["[settings]", "jobs = 1", ""]
     for name, secs in SLEEPS.items():
         lines += [f"[targets.{name}]", f'command = "sleep {secs}"', ""]
-    lines += ["[targets.setup]", 'command = "echo setup > setup.txt"', ""]
+    lines += [
+        "[targets.setup]",
+        'command = "echo setup > setup.txt"',
+        'outputs = ["setup.txt"]',
+        "",
+    ]
     lines += ["[targets.uses-setup]", 'command = "cat setup.txt"', 'needs = ["setup"]', ""]
     return write_tree(root, {"memotest.toml": "\n".join(lines)})
 
 
-def _shard(root: Path, spec: str) -> tuple[int, str, dict]:
+def _shard(root: Path, spec: str, *args: str, env: dict | None = None) -> tuple[int, str, dict]:
     report = root.parent / f"{root.name}-{spec.replace('/', '-')}.json"
-    proc = memotest("build", "--shard", spec, "--json-report", str(report), cwd=root)
+    proc = memotest(
+        "build", "--shard", spec, "--json-report", str(report), *args, cwd=root, env=env
+    )
     data = json.loads(report.read_text()) if report.exists() else {}
     return proc.returncode, proc.stdout.decode() + proc.stderr.decode(), data
 
@@ -38,7 +47,10 @@ def test_the_shards_cover_every_target_once_balanced_by_recorded_durations(tmp_p
     assigned: list[str] = []
     estimates = []
     for i in (1, 2, 3):
-        code, out, data = _shard(root, f"{i}/3")
+        # Each shard a machine of its own, from the same recorded state (as CI jobs are).
+        machine = tmp_path / f"machine{i}" / "p"
+        shutil.copytree(root, machine, symlinks=True)
+        code, out, data = _shard(machine, f"{i}/3")
         assert code == 0, out
         shard = data["shard"]
         assert (shard["index"], shard["count"], shard["selected"]) == (i, 3, 8)
@@ -97,3 +109,24 @@ def test_a_bad_shard_on_the_command_line_exits_2_without_a_traceback(tmp_path: P
     err = proc.stderr.decode()
     assert proc.returncode == 2
     assert "--shard" in err and "Traceback" not in err
+
+
+def test_shards_with_empty_stores_balance_by_the_remotes_durations(tmp_path: Path):
+    """CI jobs start with empty stores: the durations come from the remote, so the clone
+    splits as the machine that recorded them would."""
+    from servers import redis_server
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMOTEST_REMOTE")}
+    with redis_server(tmp_path / "redis") as server:
+        first = _project(tmp_path / "machine1" / "p")
+        assert memotest("build", "--remote", server.url, cwd=first, env=env).returncode == 0
+        mine = {i: _shard(first, f"{i}/3", "-n")[2] for i in (1, 2, 3)}
+        for i in (1, 2, 3):
+            clone = _project(tmp_path / f"shard{i}" / "p")
+            # Read-only: a shard that uploads durations changes what a later one reads.
+            args = ("--remote", server.url, "--remote-read-only")
+            code, out, theirs = _shard(clone, f"{i}/3", *args, env=env)
+            assert code == 0, out
+            assert theirs["shard"]["assigned"] == mine[i]["shard"]["assigned"], out
+            estimate = pytest.approx(mine[i]["shard"]["estimate"], abs=0.01)
+            assert theirs["shard"]["estimate"] == estimate, out

@@ -11,7 +11,8 @@ from memotest.commands.common import add_file_option, open_store
 from memotest.config import Project
 from memotest.errors import UsageError
 from memotest.model import Target
-from memotest.remote import open_remote
+from memotest.remote import RemoteCache, open_remote
+from memotest.remote.durations import fetch_durations
 from memotest.shard import parse_shard, plan_shards
 from memotest.store import Store
 from memotest.tracer.warm.pool import WorkerPool
@@ -160,7 +161,8 @@ def _build(config: plugins.Config, project: Project) -> int:
     store = None if args.no_cache else open_store(project, lock=not args.dry_run)
     shard_plan = None
     if shard is not None:
-        targets, shard_plan = plan_shards(targets, recorded_durations(store, targets), shard)
+        durations = recorded_durations(store, targets, remote, project)
+        targets, shard_plan = plan_shards(targets, durations, shard)
     undo = interrupt_on_sigterm()
     try:
         summary = Build(project, store, options, config, pool, remote).run(targets)
@@ -195,12 +197,20 @@ def warm_pool(config: plugins.Config) -> WorkerPool:
     return pool
 
 
-def recorded_durations(store: Store | None, targets: list[Target]) -> dict[str, float | None]:
-    """Each target's duration as its newest record gives it (None: never recorded)."""
+def recorded_durations(
+    store: Store | None, targets: list[Target], remote: RemoteCache | None, project: Project
+) -> dict[str, float | None]:
+    """Each target's duration as its newest local record gives it, else as the remote's
+    durations do (:mod:`memotest.remote.durations`); absent: never recorded."""
     if store is None:
         return {}
     records = store.records([t.name for t in targets])
-    return {name: rec.duration for name, rec in records.items()}
+    out: dict[str, float | None] = {name: rec.duration for name, rec in records.items()}
+    if remote is not None and len(out) < len(targets):
+        known = fetch_durations(remote, store.roots.portable(str(project.path)))
+        missing = [t.name for t in targets if t.name not in out]
+        out.update({n: known[n] for n in missing if n in known})
+    return out
 
 
 def collect_garbage(store: Store, max_size: int, *, verbose: bool) -> None:

@@ -1,0 +1,192 @@
+"""Fleet: four machines sharing one remote cache, a branch switch, four CI shards.
+
+On one real project of the history replay (``benchmarks/replay.py``: its releases, its
+pinned venv in ``.bench/``, its lanes), with a real server started on 127.0.0.1 (Redis,
+then nginx with WebDAV; each skipped with a note when its binary is missing):
+
+* **machines**: four clones of the project's newest release at different paths, each with
+  an empty ``.memotest/``, all pointed at the server with ``--remote``. Machine 1 builds
+  (every target runs and is uploaded); machines 2-4 build in turn. Printed: the share of
+  targets each replayed and its wall time against machine 1's. Goals: 100% replayed, each
+  replayed build under 1 s plus the remote's transfer time (the time its build spent on
+  the remote, which the JSON report gives when the remote reports it, else the whole
+  build's time is shown).
+* **branch**: machine 2 checks out the previous release (B) and builds, then the newest
+  (A) again and builds: the share replayed on the return (goal: 100%), from its own store's
+  records of A (many records per target) or the remote's.
+* **shards**: a cold build of the newest release split four ways with ``--shard I/4``,
+  each shard on its own clone with a store that knows the durations of an earlier build
+  but must run every target (``--force``), one shard at a time (each a machine of its
+  own): the longest shard's wall time over the unsharded cold build's (machine 1).
+  Goal: at most 0.30.
+
+Run::
+
+    python benchmarks/fleet.py                       # structlog, Redis then nginx
+    python benchmarks/fleet.py --project oslo.utils --servers nginx
+
+Writes ``benchmarks/results/fleet.json``; exit status 1 when a goal is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+import replay  # noqa: E402
+import servers  # noqa: E402
+
+RESULTS = replay.RESULTS
+MACHINES = 4
+SHARDS = 4
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+class Clone:
+    """One machine's checkout of the project (a replay lane) and how memotest runs there."""
+
+    def __init__(self, root: Path, project: replay.Project, venv: Path) -> None:
+        self.root = root
+        self.lane = replay.Lane(root)
+        self.project = project
+        self.venv = venv
+        self.env = replay.environment(project, root, venv)
+
+    def checkout(self, version: str) -> None:
+        src = replay.extracted(self.project.name, version)
+        meta = replay.installed_metadata(src) if self.project.metadata else None
+        self.lane.checkout(replay.release_files(src), meta, self.project.name)
+
+    def build(self, *args: str) -> dict:
+        report = self.root.parent / f"{self.root.name}-report.json"
+        report.unlink(missing_ok=True)
+        cmd = [str(self.venv / "bin" / "memotest"), "build", "-j2", "--json-report", str(report)]
+        cmd += [*args, "--pytest", self.project.tests]
+        wall, proc = replay.timed(cmd, self.root, self.env)
+        data = json.loads(report.read_text()) if report.exists() else {}
+        targets = data.get("targets", [])
+        cached = sum(1 for t in targets if t["status"] == "cached")
+        return {
+            "wall": round(wall, 3),
+            "exit": proc.returncode,
+            "total": len(targets),
+            "cached": cached,
+            "remote": data.get("remote"),
+            "shard": data.get("shard"),
+            "tail": (proc.stdout + proc.stderr).strip().splitlines()[-3:],
+        }
+
+
+def pct(part: int, whole: int) -> float:
+    return round(100.0 * part / whole, 1) if whole else 0.0
+
+
+def fleet(server: str, url: str, project: replay.Project, work: Path, venv: Path) -> dict:
+    newest, previous = project.releases[-1], project.releases[-2]
+    clones = [Clone(work / f"machine{i}", project, venv) for i in range(1, MACHINES + 1)]
+    for c in clones:
+        c.checkout(newest)
+    out: dict = {"server": server, "version": newest, "machines": []}
+    first = clones[0].build("--remote", url)
+    out["machines"].append(first)
+    log(f"  machine 1: {first['total']} targets, {first['cached']} replayed, {first['wall']}s")
+    for i, c in enumerate(clones[1:], start=2):
+        r = c.build("--remote", url)
+        r["replayed_pct"] = pct(r["cached"], r["total"])
+        r["time_ratio"] = round(r["wall"] / first["wall"], 3) if first["wall"] else None
+        out["machines"].append(r)
+        log(
+            f"  machine {i}: {r['cached']}/{r['total']} replayed ({r['replayed_pct']}%), "
+            f"{r['wall']}s = {r['time_ratio']}x machine 1's"
+        )
+    m2 = clones[1]
+    m2.checkout(previous)
+    b = m2.build("--remote", url)
+    m2.checkout(newest)
+    back = m2.build("--remote", url)
+    back["replayed_pct"] = pct(back["cached"], back["total"])
+    out["branch"] = {"to_b": b, "back_to_a": back}
+    log(
+        f"  branch A -> B ({previous}): {b['cached']}/{b['total']} replayed; "
+        f"back to A: {back['cached']}/{back['total']} replayed ({back['replayed_pct']}%), "
+        f"{back['wall']}s"
+    )
+    shards = []
+    for i in range(1, SHARDS + 1):
+        c = Clone(work / f"shard{i}", project, venv)
+        c.checkout(newest)
+        shutil.copytree(clones[0].root / ".memotest", c.root / ".memotest")  # the durations
+        r = c.build("--force", "--no-remote", "--shard", f"{i}/{SHARDS}")
+        shards.append(r)
+        log(f"  shard {i}/{SHARDS}: {r['total']} targets in {r['wall']}s")
+    longest = max(s["wall"] for s in shards)
+    out["shards"] = {
+        "runs": shards,
+        "longest": longest,
+        "ratio": round(longest / first["wall"], 3) if first["wall"] else None,
+    }
+    log(f"  longest shard {longest}s = {out['shards']['ratio']} of the whole cold build")
+    return out
+
+
+def goals(result: dict) -> list[str]:
+    missed = []
+    for r in result["machines"][1:]:
+        if r.get("replayed_pct") != 100.0:
+            missed.append(f"{result['server']}: a machine replayed {r.get('replayed_pct')}%")
+    if result["branch"]["back_to_a"]["replayed_pct"] != 100.0:
+        missed.append(f"{result['server']}: the return to A did not replay everything")
+    ratio = result["shards"]["ratio"]
+    if ratio is None or ratio > 0.30:
+        missed.append(f"{result['server']}: longest shard {ratio} of the whole (goal 0.30)")
+    return missed
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--project", default="structlog", choices=sorted(replay.PROJECTS))
+    ap.add_argument("--servers", default="redis,nginx", help="comma-separated: redis, nginx")
+    ap.add_argument("--out", type=Path, default=RESULTS / "fleet.json")
+    args = ap.parse_args()
+    project = replay.PROJECTS[args.project]
+    venv = replay.venv(project)
+    py = str(venv / "bin" / "python")
+    if subprocess.run([py, "-c", "import redis"], capture_output=True).returncode:
+        replay.run([py, "-m", "pip", "install", "-q", "redis"])  # memotest[redis]
+    results, missed = [], []
+    for server in args.servers.split(","):
+        starter = {"redis": servers.redis_server, "nginx": servers.nginx_dav}[server]
+        program = {"redis": "redis-server", "nginx": "nginx"}[server]
+        if not (shutil.which(program) or shutil.which(program, path="/usr/sbin")):
+            log(f"{server}: skipped: {program} is not installed")
+            continue
+        work = replay.WORK / "fleet" / project.name / server
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        t0 = time.monotonic()
+        with starter(work / "server") as srv:
+            log(f"{server}: {srv.url}")
+            result = fleet(server, srv.url, project, work, venv)
+        result["seconds"] = round(time.monotonic() - t0, 1)
+        results.append(result)
+        missed += goals(result)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"project": project.name, "results": results}, indent=2))
+    for m in missed:
+        log(f"goal missed: {m}")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
