@@ -330,6 +330,7 @@ def test_commands_memoized_from_other_tools_use_the_remote(tmp_path, monkeypatch
 
     with redis_server(tmp_path / "server") as s:
         project = write_tree(tmp_path / "p", {"data.txt": "one\n"})
+        time.sleep(0.1)  # an input changed within 50 ms of a run's start makes it not reusable
         monkeypatch.setenv("MEMOTEST_REMOTE", s.url)
         t = Target(name="make:x", command="cat data.txt", cwd=str(project))
         first = run_memoized(t, root=project)

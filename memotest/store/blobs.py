@@ -83,7 +83,7 @@ class LocalBlobStore:
     def put(self, data: bytes) -> str:
         digest = xxhash.xxh3_128_hexdigest(data)
         dest = self.path(digest)
-        if dest.is_file():
+        if self._intact(digest):
             return digest
         chunks = [_BLOB_PLAIN, data]
         if len(data) > 64 and _compressible(data):
@@ -137,7 +137,7 @@ class LocalBlobStore:
                 os.fsync(out.fileno())
             digest = h.hexdigest()
             dest = self.path(digest)
-            if dest.is_file():
+            if self._intact(digest):
                 os.unlink(tmp)
             else:
                 _make_folder(dest.parent)
@@ -148,6 +148,18 @@ class LocalBlobStore:
                 os.unlink(tmp)
             raise
         return digest
+
+    def _intact(self, digest: str) -> bool:
+        """Whether blob ``digest`` is there and whole: a damaged one is written anew by the
+        put that meets it, so a run that makes it again heals it (puts come after runs,
+        never on the no-op path, so reading what is there costs a run's time only)."""
+        if not os.path.isfile(self._name(digest)):
+            return False
+        try:
+            self.read(digest)
+        except (CorruptBlob, OSError):
+            return False
+        return True
 
     def read(self, digest: str) -> bytes:
         try:
