@@ -41,8 +41,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import replay  # noqa: E402
-import servers  # noqa: E402
+import replay
+import servers
 
 RESULTS = replay.RESULTS
 MACHINES = 4
