@@ -421,8 +421,26 @@ def services(rt: RedTeam, srv: Servers, want: Callable[[str], bool]) -> None:
 
 
 def settings_shape(rt: RedTeam, want: Callable[[str], bool]) -> None:
-    """Class 3: a setting that shaped the record (``ignore``) removed or changed."""
-    proj = Proj(rt.base / "shape")
+    """Class 3: a setting that shaped the record (``ignore``) removed or changed.
+
+    Each case has a project (and store) of its own: a run recorded under another case's
+    settings holds every input it read, and replaying it is right (the store keeps many
+    runs per target), so it would hide whether the hidden/**-shaped record is refused."""
+    cases = [([], "ignore pattern removed"), (["hidden/*.log"], "changed")]
+    for i, (ignore, detail) in enumerate(cases if want("settings-shape") else []):
+        proj, cfg, settings = _shape_project(rt, f"shape{i}")
+        change, undo = write(cfg, settings(ignore))
+        detail = f"hidden/**: {detail}"
+        rt.case("settings-shape", proj, "shaped", change, undo, detail, settle_force=True)
+    if want("settings-shape-other"):
+        proj, cfg, settings = _shape_project(rt, "shape-other")
+        change, undo = write(cfg, settings(["hidden/**", "elsewhere/**"]))
+        rt.case("settings-shape-other", proj, "shaped", change, undo, "elsewhere/** added")
+
+
+def _shape_project(rt: RedTeam, name: str) -> tuple[Proj, Path, Callable[[list[str]], str]]:
+    """A built project whose target reads a file its ``ignore`` setting hides."""
+    proj = Proj(rt.base / name)
     files(proj.root, {"hidden/h.txt": "hidden\n", "seen.txt": "seen\n"})
     target = toml("shaped", py_c(rt.py, "open('hidden/h.txt').read(); open('seen.txt').read()"))
     cfg = proj.root / "memotest.toml"
@@ -432,16 +450,7 @@ def settings_shape(rt: RedTeam, want: Callable[[str], bool]) -> None:
 
     cfg.write_text(settings(["hidden/**"]))
     rt.baseline(proj)
-    if want("settings-shape"):
-        for ignore, detail in (([], "ignore pattern removed"), (["hidden/*.log"], "changed")):
-            change, undo = write(cfg, settings(ignore))
-            # A record made under fewer patterns stays reusable when hidden/** is back (it
-            # holds more inputs): the settle runs it again, shaped by hidden/**.
-            detail = f"hidden/**: {detail}"
-            rt.case("settings-shape", proj, "shaped", change, undo, detail, settle_force=True)
-    if want("settings-shape-other"):
-        change, undo = write(cfg, settings(["hidden/**", "elsewhere/**"]))
-        rt.case("settings-shape-other", proj, "shaped", change, undo, "elsewhere/** added")
+    return proj, cfg, settings
 
 
 def metadata(rt: RedTeam, want: Callable[[str], bool]) -> None:
