@@ -19,6 +19,8 @@ Which mtimes count: those of the run's ``file`` inputs that it looked up by path
   file, an atomic save), and every Python import stats the folders of ``sys.path``;
 - files held by less than their content (``code``, ``section``): their mtime moves with
   every edit their finer kind lets through;
+- Python modules and extensions (:data:`UNORDERED_SUFFIXES`): every import stats them,
+  none orders them, and a checkout reorders the ones it rewrites;
 - comparisons against the clock ("older than a day") and of access or change times.
 
 The fingerprint is one per record, of at least two files: the digest names the CAS blob
@@ -45,6 +47,12 @@ if TYPE_CHECKING:
     from memotest.store import Store
 
 _NEWER, _SAME = ord("<"), ord("=")
+#: Files left out of the order: Python's import system stats every module it imports and
+#: compares a source's mtime only for *equality* with its compiled cache's record of it
+#: (a mismatch recompiles, to the same result), never orders two modules; and a ``git
+#: checkout`` back to a branch rewrites the modules that differ, reordering them. Held in
+#: the order, they would keep a branch switched back to from replaying (issue 17).
+UNORDERED_SUFFIXES = (".py", ".pyc", ".pyi", ".pyd", ".so", ".pth")
 #: An order's signature: none (the store keeps ``verified_ns`` only with one).
 _NO_SIG = StatSig(0, 0, 0, 0)
 #: A blob's marks after the first as :func:`operator.lt` answers them (``<``: 1, ``=``: 0).
@@ -202,6 +210,7 @@ class Order(InputKind):
             and fp.sig is not None
             and fp.path in stated
             and fp.path not in written
+            and not fp.path.endswith(UNORDERED_SUFFIXES)
         ]
         if len(files) < 2:
             return inputs
@@ -209,7 +218,8 @@ class Order(InputKind):
         mtimes = [(fp.sig.mtime_ns, portable(fp.path)) for fp in files if fp.sig is not None]
         digest = store.put_blob(order_blob(mtimes))
         seen = min(fp.verified_ns for fp in files)  # every mtime was read after it
-        return [*inputs, Fingerprint(min(mtimes)[1], Kind.ORDER, digest, _NO_SIG, seen)]
+        oldest = min((fp.sig.mtime_ns, fp.path) for fp in files if fp.sig is not None)[1]
+        return [*inputs, Fingerprint(oldest, Kind.ORDER, digest, _NO_SIG, seen)]
 
     def begin_check(self, states: FileStates) -> None:
         states.derived.pop("order", None)
