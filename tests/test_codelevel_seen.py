@@ -66,6 +66,12 @@ def test_a_file_looked_at_otherwise_than_by_an_import_stays_whole(tmp_path, how)
     assert built(proj) == "failed"
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="Python modules are left out of the mtime order (docs/limits.md): a checkout back "
+    "to a branch reorders the modules it rewrites, and held in the order they kept every "
+    "pytest target from replaying (fleet benchmark: 0/17 on the return to A)",
+)
 def test_the_mtime_order_of_a_file_stat_ed_by_the_test(tmp_path):
     test = (
         "import os\nfrom pkg import a, b\n\n"
