@@ -33,16 +33,9 @@ def durations_key(targets_file: str) -> str:
 
 
 def _parse(key: str, data: bytes, signer: wire.Signer) -> dict[str, float]:
+    text = wire.unseal(data, FORMAT, signer, f"{FORMAT}/{key}")  # Garbage, Untrusted
     try:
-        env = json.loads(data)
-        payload = env["payload"]
-        if env.get("memotest") != FORMAT or not isinstance(payload, str):
-            raise ValueError
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        raise wire.Garbage("the shards' durations do not parse") from None
-    signer.check(f"{FORMAT}/{key}", payload.encode(), env.get("sig"))
-    try:
-        raw = json.loads(payload)
+        raw = json.loads(text)
     except ValueError:
         raise wire.Garbage("the shards' durations do not parse") from None
     if not isinstance(raw, dict):
@@ -81,9 +74,7 @@ def publish_durations(remote: RemoteCache, targets_file: str, ran: Mapping[str, 
             merged.pop(name, None)
         merged.update({n: round(s, 3) for n, s in ran.items()})  # the newest last
         kept = dict(list(merged.items())[-LIMIT:])
-        text = json.dumps(kept, sort_keys=False)
-        sig = remote.signer.sign(f"{FORMAT}/{key}", text.encode())
-        body = json.dumps({"memotest": FORMAT, "payload": text, "sig": sig}).encode()
-        remote.backend.put(f"ac/{key}", body)
+        text = json.dumps(kept).encode()
+        remote.backend.put(f"ac/{key}", wire.seal(FORMAT, text, remote.signer, f"{FORMAT}/{key}"))
 
     remote.call(merge, None)

@@ -125,9 +125,29 @@ def dump_record(record: Record, blobs: Mapping[str, str], signer: Signer, roots:
         ],
         "blobs": dict(blobs),
     }
-    text = json.dumps(payload, sort_keys=True, default=str).encode()
-    sig = signer.sign(RECORD_FORMAT, text)
-    return json.dumps({"memotest": RECORD_FORMAT, "payload": text.decode(), "sig": sig}).encode()
+    return seal(RECORD_FORMAT, json.dumps(payload, sort_keys=True, default=str).encode(), signer)
+
+
+def seal(fmt: str, text: bytes, signer: Signer, domain: str | None = None) -> bytes:
+    """The signed envelope of the payload ``text`` of format ``fmt`` (signed as ``domain``,
+    by default ``fmt``): ``{"memotest": fmt, "payload": text, "sig": ...}``."""
+    sig = signer.sign(domain or fmt, text)
+    return json.dumps({"memotest": fmt, "payload": text.decode(), "sig": sig}).encode()
+
+
+def unseal(data: bytes, fmt: str, signer: Signer, domain: str | None = None) -> bytes:
+    """The payload of a :func:`seal`'ed envelope: :class:`Garbage` if it is not one of
+    ``fmt``, :class:`Untrusted` if its signature does not verify."""
+    what = fmt.split("/")[0]
+    try:
+        env = json.loads(data)
+        if env.get("memotest") != fmt or not isinstance(env.get("payload"), str):
+            raise Garbage(f"not a memotest {what} of this version")
+        text = env["payload"].encode()
+    except (ValueError, AttributeError, UnicodeError) as e:
+        raise Garbage(f"a {what} that does not parse: {e}") from None
+    signer.check(domain or fmt, text, env.get("sig"))
+    return text
 
 
 def load_record(
@@ -136,14 +156,7 @@ def load_record(
     """The record of an envelope: :class:`Garbage` if it does not parse, :class:`Untrusted`
     if its signature does not verify."""
     local = roots.local
-    try:
-        env = json.loads(data)
-        if env.get("memotest") != RECORD_FORMAT or not isinstance(env.get("payload"), str):
-            raise Garbage("not a memotest record of this version")
-        text = env["payload"].encode()
-    except (ValueError, AttributeError, UnicodeError) as e:
-        raise Garbage(f"a record that does not parse: {e}") from None
-    signer.check(RECORD_FORMAT, text, env.get("sig"))
+    text = unseal(data, RECORD_FORMAT, signer)
     try:
         p = json.loads(text)
         inputs = [
