@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import memotest, write_tree
+from servers import redis_server
 
 from memotest.errors import UsageError
 from memotest.model import Target
@@ -114,8 +115,6 @@ def test_a_bad_shard_on_the_command_line_exits_2_without_a_traceback(tmp_path: P
 def test_shards_with_empty_stores_balance_by_the_remotes_durations(tmp_path: Path):
     """CI jobs start with empty stores: the durations come from the remote, so the clone
     splits as the machine that recorded them would."""
-    from servers import redis_server
-
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMOTEST_REMOTE")}
     with redis_server(tmp_path / "redis") as server:
         first = _project(tmp_path / "machine1" / "p")
@@ -130,3 +129,26 @@ def test_shards_with_empty_stores_balance_by_the_remotes_durations(tmp_path: Pat
             assert theirs["shard"]["assigned"] == mine[i]["shard"]["assigned"], out
             estimate = pytest.approx(mine[i]["shard"]["estimate"], abs=0.01)
             assert theirs["shard"]["estimate"] == estimate, out
+
+
+def test_garbage_durations_on_the_remote_split_by_count(tmp_path: Path):
+    """The remote's durations only balance shards: garbage there is warned about and
+    counted, and the split falls back to counting targets; never a failed build."""
+    import redis
+
+    from memotest.remote.durations import durations_key
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMOTEST_REMOTE")}
+    with redis_server(tmp_path / "redis") as server:
+        first = _project(tmp_path / "machine1" / "p")
+        assert memotest("build", "--remote", server.url, cwd=first, env=env).returncode == 0
+        key = durations_key("@project/memotest.toml")
+        client = redis.Redis.from_url(server.url)
+        assert client.get(f"memotest/ac/{key}") is not None  # the build published them
+        client.set(f"memotest/ac/{key}", b"not json")
+        clone = _project(tmp_path / "clone" / "p")
+        args = ("--remote", server.url, "--remote-read-only")
+        code, out, data = _shard(clone, "1/3", *args, env=env)
+        assert code == 0 and "Traceback" not in out, out
+        assert "warning: remote" in out and "error" in out, out
+        assert data["shard"]["total"] == 8.0  # every target counted as 1 s: no durations
