@@ -279,3 +279,6 @@ class Outcome:
     attempts: int = 1
     started: float = 0.0  # time.monotonic() at start, for the scheduler
     finished: float = 0.0
+    #: memotest's own failure after the command ran (reading its trace): the result
+    #: stands, not cached, with this as the reason (:mod:`memotest.faults`).
+    fault: Exception | None = None

@@ -27,6 +27,9 @@ class TargetResult:
     log: bytes = b""
     flaky: bool = False
     note: str | None = None  #: e.g. why a passing result was not cached
+    #: memotest itself failed after the command ran (:mod:`memotest.faults`): ``note``
+    #: says how, and is shown without ``-v``.
+    fault: bool = False
     #: This result replaces the one reported before for the same target in this build (a
     #: replay run again once a run wrote what it read): the summary and the reports hold
     #: the target once, with this result; a plugin counting results should too.
@@ -85,6 +88,7 @@ class Summary:
                     "duration": round(r.duration, 3),
                     "exit_code": r.exit_code,
                     "reason": r.reason,
+                    "note": r.note,
                 }
                 for r in self.results
             ],

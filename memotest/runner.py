@@ -16,7 +16,8 @@ import threading
 import time
 from typing import BinaryIO
 
-from memotest.model import Outcome, Target
+from memotest import faults
+from memotest.model import Outcome, Target, Trace
 from memotest.tracer.run import TracedRun
 from memotest.tracer.warm.pool import WorkerPool
 from memotest.tracer.warm.remote import RemoteProcess
@@ -94,7 +95,11 @@ class Runner:
                     status = "timeout"
                 elif self.interrupted.is_set():
                     status = "error"
-                trace = traced.finish()
+                try:
+                    faults.inject("trace")
+                    trace = traced.finish()
+                except Exception as exc:  # the command ran: its result stands (faults.py)
+                    return self._faulted(target, traced, status, exc, tmpdir, started)
             finally:
                 with self._lock:
                     self._running.discard(traced)
@@ -128,7 +133,39 @@ class Runner:
                 shutil.rmtree(tmpdir, ignore_errors=True)
                 os.mkdir(tmpdir)
                 return self._run_traced(target, env, log, tmpdir, started, warm=False)
-        if status == "passed" and trace.exit_code != 0:
+        return self._ended(target, status, trace.exit_code, tmpdir, started, trace=trace)
+
+    def _faulted(
+        self,
+        target: Target,
+        traced: TracedRun,
+        status: str,
+        exc: Exception,
+        tmpdir: str,
+        started: float,
+    ) -> Outcome:
+        """The outcome of a run whose trace memotest failed to read: the command's own
+        exit status, no trace (so no record), and the failure to report
+        (:mod:`memotest.faults`)."""
+        with contextlib.suppress(Exception):  # what it left running, as finish() would
+            traced.kill()
+        code = traced.proc.returncode if traced.proc is not None else None
+        return self._ended(target, status, code, tmpdir, started, fault=exc)
+
+    def _ended(
+        self,
+        target: Target,
+        status: str,
+        code: int | None,
+        tmpdir: str,
+        started: float,
+        *,
+        trace: Trace | None = None,
+        fault: Exception | None = None,
+    ) -> Outcome:
+        """The outcome of a run that ended with ``code`` (``status`` so far: passed,
+        timeout or error)."""
+        if status == "passed" and code != 0:
             status = "failed"
         if self.interrupted.is_set():
             status = "error"
@@ -136,13 +173,14 @@ class Runner:
         return Outcome(
             target=target,
             status=status,
-            exit_code=None if status == "timeout" else trace.exit_code,
+            exit_code=None if status == "timeout" else code,
             duration=finished - started,
             log=b"",
             trace=trace,
             tmpdir=tmpdir,
             started=started,
             finished=finished,
+            fault=fault,
         )
 
     def _worker(self, target: Target, env: dict[str, str]):

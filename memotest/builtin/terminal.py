@@ -108,7 +108,7 @@ class TerminalReporter:
         if r.reason and shown:
             line += f" ({r.reason})"
         self.out.write(line + "\n")
-        if self.verbose and r.note:
+        if r.note and (self.verbose or r.fault):
             self.out.write(f"  {r.note}\n")
         if r.status in ("failed", "timeout", "error") and r.log:
             text = r.log.decode("utf-8", "replace")

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from memotest import faults
 from memotest.model import Input
 from memotest.observable import listing_digest, split_listing
 from memotest.roots import Roots
@@ -243,6 +244,7 @@ class Store(Housekeeping):
 
         def put() -> None:
             with schema.transaction(self._db()) as conn:
+                faults.inject("record")  # a test's stand-in for a failure here
                 interned = self._fps.intern(conn, record.inputs)
                 rec = stored(record, self._fps.roots)
                 records.insert(conn, rec, interned.ids, time.time_ns())

@@ -301,6 +301,9 @@ def memoize(inv: Invocation, environ: Mapping[str, str]) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # before the recipe started (memotest.faults): run it, once
+        print(f"{PROG}: {inv.target}: memotest failed ({exc!r}); ran plainly", file=sys.stderr)
+        return exec_plain(inv)
     if not result.streamed:  # a replay; a run was shown as it went
         sys.stdout.buffer.write(result.log)
     sys.stdout.buffer.flush()
@@ -314,7 +317,7 @@ def memoize(inv: Invocation, environ: Mapping[str, str]) -> int:
     else:
         if result.status == "passed":
             outputs.remember()
-        if result.note and not inv.quiet:
+        if result.note and (result.fault or not inv.quiet):
             print(f"[memotest] {inv.target}: {result.note}", file=sys.stderr)
     if result.status == "timeout":
         print(f"{PROG}: {inv.target}: timed out after {inv.timeout}s", file=sys.stderr)

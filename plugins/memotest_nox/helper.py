@@ -51,7 +51,6 @@ from typing import Any, TypeVar, overload
 from memotest.config import DEFAULT_PASS_ENV, Settings, default_ignore
 from memotest.memo import MemoResult, run_memoized
 from memotest.model import SourceLocation, Target
-from memotest.store import StoreError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -313,9 +312,10 @@ def _run(
             force=force,
             tee=None if silent else getattr(sys.stdout, "buffer", None),
         )
-    except (StoreError, OSError) as exc:
-        # When in doubt, run it: the store cannot be used, so run the command as nox would.
-        logger.warning(f"memotest: {exc}; running {args[0]} without memoization")
+    except Exception as exc:  # before the command started (memotest.faults): run it, once
+        logger.warning(
+            f"memotest: {type(exc).__name__}: {exc}; running {args[0]} without memoization"
+        )
         return fallback()
     return _finish(result, full_cmd, silent, success_codes, log, logger, CommandFailed)
 
@@ -333,8 +333,8 @@ def _finish(
     if result.cached:
         if log:
             logger.info(f"memotest: {result.name} is up to date: replaying its output (not run)")
-    elif result.note and log:
-        logger.info(f"memotest: {result.note}")
+    elif result.note and (log or result.fault):
+        (logger.warning if result.fault else logger.info)(f"memotest: {result.note}")
     if not silent and output and not result.streamed:  # a run was shown as it went
         sys.stdout.write(output)
         sys.stdout.flush()
