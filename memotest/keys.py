@@ -65,7 +65,15 @@ class TargetKey:
 
 
 def digest(data: bytes | str) -> str:
-    return xxhash.xxh3_128_hexdigest(data.encode() if isinstance(data, str) else data)
+    """xxh3-128 of ``data``; text as the bytes it came from (a variable's value or a path
+    that is not UTF-8, held with lone surrogates, is hashed as its bytes: ``os.fsencode``;
+    UTF-8 text as ever, so keys do not change)."""
+    if isinstance(data, str):
+        try:
+            data = data.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a lone surrogate no file name decodes to
+            data = data.encode("utf-8", "surrogatepass")
+    return xxhash.xxh3_128_hexdigest(data)
 
 
 def definition(target: Target, roots: Roots | None = None) -> dict[str, object]:

@@ -197,7 +197,7 @@ class Runner:
             "error",
             None,
             now - started,
-            message.encode() + b"\n",
+            message.encode("utf-8", "surrogateescape") + b"\n",  # a path in it: its bytes
             error=message,
             started=started,
             finished=now,

@@ -262,7 +262,7 @@ def line_name(target: str, recipe: str) -> str:
     """``make:<target>:<hash of the line>``: one record per distinct line of a target."""
     import xxhash
 
-    return f"make:{target}:{xxhash.xxh3_64_hexdigest(recipe.encode())[:8]}"
+    return f"make:{target}:{xxhash.xxh3_64_hexdigest(os.fsencode(recipe))[:8]}"
 
 
 def memoize(inv: Invocation, environ: Mapping[str, str]) -> int:
@@ -343,9 +343,8 @@ class _Outputs:
 
         self.root = root
         self.name = name
-        self.path = (
-            root / ".memotest" / OUTPUTS_DIR / (xxhash.xxh3_64_hexdigest(name.encode()) + ".json")
-        )
+        digest = xxhash.xxh3_64_hexdigest(os.fsencode(name))
+        self.path = root / ".memotest" / OUTPUTS_DIR / f"{digest}.json"
 
     def gone(self) -> str | None:
         """The first file the last recorded run left behind that no longer exists."""

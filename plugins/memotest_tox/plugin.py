@@ -87,7 +87,7 @@ def _noise_free(data: bytes, path: str) -> str:
             archive.pop("hashes", None)
         body = json.dumps(direct, sort_keys=True).encode()
     else:
-        mark = os.path.basename(parent).encode() + b"/direct_url.json,"
+        mark = os.fsencode(os.path.basename(parent)) + b"/direct_url.json,"
         lines = data.splitlines(keepends=True)
         body = b"".join(mark + b",\n" if line.startswith(mark) else line for line in lines)
     return part_digest(READER_NAME, body)
