@@ -161,8 +161,12 @@ class Step:
         while outcome.status in ("failed", "timeout") and n < attempts:
             if self.runner.interrupted.is_set():
                 break
-            n += 1
-            outcome = self.runner.run(target, env, tee=tee)
+            try:
+                again = self.runner.run(target, env, tee=tee)
+            except Exception as exc:  # it ran once: that result stands (faults.py)
+                faults.log(self.root, f"retrying {target.name}", exc)
+                break
+            outcome, n = again, n + 1
         outcome.attempts = n
         return outcome
 
