@@ -46,7 +46,7 @@ class MemoResult:
     ``exit_code`` are the recorded ones; ``reason`` says why it ran otherwise."""
 
     name: str
-    status: str  # passed, failed, timeout, error
+    status: str  # passed, failed, timeout, error, skipped (memotest.runner)
     exit_code: int | None
     cached: bool
     log: bytes

@@ -263,7 +263,8 @@ class StatSig(NamedTuple):
 
 @dataclass
 class Outcome:
-    """How one run of a target ended. ``status`` is passed, failed, timeout or error."""
+    """How one run of a target ended. ``status`` is passed, failed, timeout, error or
+    skipped (the command said so: :mod:`memotest.runner`, with ``skip_reason``)."""
 
     target: Target
     status: str
@@ -279,3 +280,4 @@ class Outcome:
     attempts: int = 1
     started: float = 0.0  # time.monotonic() at start, for the scheduler
     finished: float = 0.0
+    skip_reason: str | None = None

@@ -103,11 +103,14 @@ def list_targets(args: argparse.Namespace) -> int:
     with open_store(project, lock=False) as store:
         records = store.records(project.targets)
     width = max((len(n) for n in project.targets), default=0)
+    default = None if project.default is None else set(project.default)
     for name, t in project.targets.items():
         rec = records.get(name)
         last = "never run" if rec is None else f"last {rec.status} in {rec.duration:.1f}s"
         tags = f" [{', '.join(sorted(t.tags))}]" if t.tags else ""
-        print(f"{name:<{width}}  {last}{tags}")
+        # A target a build without names leaves out (nox's default=False, a manual rule).
+        mark = " (not default: name it)" if default is not None and name not in default else ""
+        print(f"{name:<{width}}  {last}{tags}{mark}")
     return 0
 
 
