@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import glob
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -266,7 +267,7 @@ def _run(
     program = _which(args[0], bin_paths, environ.get("PATH"))
     if program is None:
         return fallback()  # nox says "Program X not found" and fails the session
-    full_cmd = " ".join([args[0], *(_quote(a) for a in args[1:])])
+    full_cmd = " ".join([args[0], *(shlex.quote(a) for a in args[1:])])
     if log:
         logger.info(full_cmd)
     if (
@@ -330,11 +331,14 @@ def _finish(
     failed: type[Exception],
 ) -> Any:
     output = _decode(result.log)
-    if result.cached:
-        if log:
-            logger.info(f"memotest: {result.name} is up to date: replaying its output (not run)")
-    elif result.note and log:
-        logger.info(f"memotest: {result.note}")
+    if log:  # as the tox plugin: whether it ran and why, whether it will be reused
+        if result.cached:
+            saved = f"saved {result.duration:.1f}s"
+            logger.info(f"memotest: {result.name} is up to date: cached, replayed ({saved})")
+        else:
+            logger.info(f"memotest: {result.name} ran: {result.reason or 'forced'}")
+            if result.note:
+                logger.info(f"memotest: {result.note}")
     if not silent and output and not result.streamed:  # a run was shown as it went
         sys.stdout.write(output)
         sys.stdout.flush()
@@ -364,12 +368,6 @@ def _decode(data: bytes) -> str:
         return decode_output(data) if data else ""
     except (ImportError, UnicodeDecodeError):
         return data.decode("utf-8", "replace")
-
-
-def _quote(arg: str) -> str:
-    import shlex
-
-    return shlex.quote(arg)
 
 
 def _inside(path: str, folder: str) -> bool:

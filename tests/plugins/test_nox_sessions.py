@@ -4,11 +4,12 @@ what the helper says, and ``memotest list`` beside a noxfile. Real nox, real pro
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 from conftest import build_statuses, memotest, write_tree
-from test_nox import NOX, counter
+from test_nox import NOX, counter, nox
 
 pytestmark = pytest.mark.skipif(NOX is None, reason="nox is not installed")
 
@@ -100,3 +101,33 @@ def test_non_default_sessions_are_listed_marked_and_can_be_named(tmp_path):
     # NOXSESSION chooses the default, as for nox itself.
     proc = memotest("build", cwd=root, env=environ(NOXSESSION="docs"))
     assert "nox:docs" in proc.stdout.decode() and "nox:tests" not in proc.stdout.decode()
+
+
+HELPER = """
+    import nox
+    from memotest_nox import memoized
+
+    @nox.session(venv_backend="none")
+    @memoized
+    def tests(session):
+        session.run("python", "-c", "print(open('data.txt').read())")
+"""
+
+
+def test_the_helper_says_why_a_call_ran_and_list_shows_its_records(tmp_path):
+    root = write_tree(tmp_path / "proj", {"noxfile.py": HELPER, "data.txt": "one"})
+    code, out = nox(root, "-s", "tests", env=environ())
+    assert code == 0, out
+    assert "memotest: nox:tests:1 ran: never run (no record)" in out
+    code, out = nox(root, "-s", "tests", env=environ())
+    assert "nox:tests:1 is up to date: cached, replayed" in out, out
+    (root / "data.txt").write_text("two")
+    code, out = nox(root, "-s", "tests", env=environ())
+    assert re.search(r"nox:tests:1 ran: \S*data.txt: content changed", out), out
+
+    # memotest list beside the noxfile: the sessions, then the helper's records.
+    proc = memotest("list", cwd=root, env=environ())
+    listed = proc.stdout.decode()
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "nox:tests " in listed or "nox:tests\n" in listed
+    assert re.search(r"^\s+nox:tests:1\s+last passed", listed, re.M), listed
