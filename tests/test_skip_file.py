@@ -4,6 +4,7 @@ says it skipped is skipped, never a cached pass. Real memotest, real processes."
 from __future__ import annotations
 
 import json
+import sys
 
 from conftest import build_statuses, memotest, write_tree
 
@@ -48,3 +49,12 @@ def test_why_a_pass_is_not_cached_shows_without_verbose(tmp_path):
     assert json.loads(report.read_text())["targets"][0]["status"] == "passed"
     line = next(ln for ln in out.splitlines() if "not cached" in ln)
     assert "was read and then written" in line and len(line) < 150, out
+
+
+def test_the_skip_file_is_per_run_so_runs_still_share_a_warm_worker():
+    from memotest.runner import SKIP_FILE
+    from memotest.tracer.warm.spec import WarmSpec
+
+    argv = [sys.executable, "-m", "pytest"]
+    a, b = ({"PATH": "/bin", SKIP_FILE: f"/tmp/run{n}/skip"} for n in (1, 2))
+    assert WarmSpec.of(argv, ("pytest",), "/", a) == WarmSpec.of(argv, ("pytest",), "/", b)
