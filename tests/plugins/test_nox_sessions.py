@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,21 @@ def test_the_helper_says_why_a_call_ran_and_list_shows_its_records(tmp_path):
     assert proc.returncode == 0, proc.stderr.decode()
     assert "nox:tests " in listed or "nox:tests\n" in listed
     assert re.search(r"^\s+nox:tests:1\s+last passed", listed, re.M), listed
+
+
+UV_SKIPPING = """
+    import nox
+
+    @nox.session(python="3.99", venv_backend="uv")
+    def missing(session):
+        session.run("python", "-c", "print('never')")
+"""
+
+
+@pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not installed")
+def test_a_missing_interpreter_under_the_uv_backend_is_skipped(tmp_path):
+    root = write_tree(tmp_path / "proj", {"noxfile.py": UV_SKIPPING})
+    for _ in range(2):
+        code, out, st = build(root)
+        assert code == 0, out
+        assert st == {"nox:missing": "skipped"}, out
