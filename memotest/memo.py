@@ -55,6 +55,8 @@ class MemoResult:
     note: str | None = None  # why a passing result was not stored as reusable
     #: The log was written to ``tee`` while the command ran (so not to be printed again).
     streamed: bool = False
+    #: Why the command said it skipped (``status`` skipped: :mod:`memotest.runner`).
+    skip_reason: str | None = None
 
 
 def run_memoized(
@@ -159,6 +161,7 @@ def _replay_or_run(
         reason=reason,
         note=result.note,
         streamed=tee is not None,
+        skip_reason=outcome.skip_reason,
     )
 
 

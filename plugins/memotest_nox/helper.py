@@ -318,7 +318,10 @@ def _run(
         # When in doubt, run it: the store cannot be used, so run the command as nox would.
         logger.warning(f"memotest: {exc}; running {args[0]} without memoization")
         return fallback()
-    return _finish(result, full_cmd, silent, success_codes, log, logger, CommandFailed)
+    done = _finish(result, full_cmd, silent, success_codes, log, logger, CommandFailed)
+    if result.status == "skipped":  # the command said it skipped (MEMOTEST_SKIP_FILE): so
+        session.skip(f"{result.name}: {result.skip_reason}")  # does the session, for nox
+    return done
 
 
 def _finish(

@@ -150,3 +150,28 @@ def test_a_missing_interpreter_under_the_uv_backend_is_skipped(tmp_path):
         code, out, st = build(root)
         assert code == 0, out
         assert st == {"nox:missing": "skipped"}, out
+
+
+HELPER_SKIP = """
+    import nox
+    from memotest_nox import memoized
+
+    @nox.session(venv_backend="none")
+    @memoized
+    def probe(session):
+        session.run(
+            "sh", "-c", "echo x >> ../counter; echo 'no docker' > \\"$MEMOTEST_SKIP_FILE\\"",
+            external=True,
+        )
+        session.run("sh", "-c", "echo never-reached", external=True)
+"""
+
+
+def test_a_memoized_call_that_says_it_skipped_skips_the_session(tmp_path):
+    root = write_tree(tmp_path / "proj", {"noxfile.py": HELPER_SKIP})
+    for n in (1, 2):  # never replayed: it runs again
+        code, out = nox(root, "-s", "probe", env=environ())
+        assert code == 0, out
+        assert "Session probe skipped: nox:probe:1: no docker" in out, out
+        assert "never-reached" not in out
+        assert counter(tmp_path / "counter") == n
