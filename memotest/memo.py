@@ -48,7 +48,7 @@ class MemoResult:
     ``exit_code`` are the recorded ones; ``reason`` says why it ran otherwise."""
 
     name: str
-    status: str  # passed, failed, timeout, error
+    status: str  # passed, failed, timeout, error, skipped (memotest.runner)
     exit_code: int | None
     cached: bool
     log: bytes
@@ -59,6 +59,8 @@ class MemoResult:
     fault: bool = False
     #: The log was written to ``tee`` while the command ran (so not to be printed again).
     streamed: bool = False
+    #: Why the command said it skipped (``status`` skipped: :mod:`memotest.runner`).
+    skip_reason: str | None = None
 
 
 def run_memoized(
@@ -172,6 +174,7 @@ def _replay_or_run(
         note=result.note,
         fault=result.fault,
         streamed=tee is not None,
+        skip_reason=outcome.skip_reason,
     )
 
 

@@ -263,7 +263,8 @@ class StatSig(NamedTuple):
 
 @dataclass
 class Outcome:
-    """How one run of a target ended. ``status`` is passed, failed, timeout or error."""
+    """How one run of a target ended. ``status`` is passed, failed, timeout, error or
+    skipped (the command said so: :mod:`memotest.runner`, with ``skip_reason``)."""
 
     target: Target
     status: str
@@ -282,3 +283,4 @@ class Outcome:
     #: memotest's own failure after the command ran (reading its trace): the result
     #: stands, not cached, with this as the reason (:mod:`memotest.faults`).
     fault: Exception | None = None
+    skip_reason: str | None = None

@@ -181,6 +181,7 @@ def _stale_by_result(rec: Record, last: Record) -> Stale | None:
             "failed": f"last run failed (exit code {rec.exit_code})",
             "timeout": "last run timed out",
             "error": "last run could not be carried out",
+            "skipped": "last run was skipped",
         }.get(rec.status, f"last run {rec.status}")
         return Stale("failed", how, detail=rec.status, record=last)
     if not rec.cacheable:

@@ -55,9 +55,12 @@ class Summary:
 
     @property
     def ok(self) -> bool:
+        """Whether the build succeeded: no failure, and no audit error. A skipped target
+        is not a failure (a command that said it skipped, or one whose need did not pass,
+        which that need's own failure already counts)."""
         if self.audit.get("errors"):
             return False
-        return all(r.status in ("passed", "cached") for r in self.results)
+        return all(r.status in ("passed", "cached", "skipped") for r in self.results)
 
     def as_json(self) -> dict[str, object]:
         return {

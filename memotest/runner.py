@@ -2,6 +2,17 @@
 
 This is the "run under tracer" arrow: a :class:`Target` goes in, an :class:`Outcome` with
 the :class:`Trace` comes out. Deciding whether to run, and what to store, is elsewhere.
+
+**Skips.** A command may say that it did not do its work (a test runner that skipped
+every test for want of an interpreter, a nox session nox skipped): every run gets
+``MEMOTEST_SKIP_FILE``, a path in its own folder (never an input, not part of the key),
+and a command that writes a reason there and exits 0 ends ``skipped``, with that reason.
+A skip is never a pass: it is reported as skipped, not counted as a failure (exit status
+0), recorded so that ``explain`` says "last run was skipped", and never replayed (the
+next build runs it again, since what made it skip, an interpreter found on PATH or not,
+may be seen only in part). A non-zero exit status stays a failure whatever the file says.
+The adapters turn their tool's own skips into this (``memotest_nox.session``,
+``memotest_tox.run_env``).
 """
 
 from __future__ import annotations
@@ -22,6 +33,25 @@ from memotest.tracer.run import TracedRun
 from memotest.tracer.warm.pool import WorkerPool
 from memotest.tracer.warm.remote import RemoteProcess
 from memotest.tracer.warm.spec import WarmSpec, WarmUnavailable
+
+#: The variable naming the file a command writes a reason into to end ``skipped``.
+SKIP_FILE = "MEMOTEST_SKIP_FILE"
+#: The longest reason read from it.
+SKIP_REASON_MAX = 500
+
+
+def _skipped(outcome: Outcome, path: str) -> None:
+    """Makes a passing ``outcome`` skipped when the command wrote a reason into ``path``."""
+    if outcome.status != "passed" or outcome.exit_code != 0:
+        return
+    try:
+        with open(path, "rb") as f:
+            text = f.read(SKIP_REASON_MAX * 4).decode("utf-8", "replace")
+    except OSError:
+        return
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    outcome.status = "skipped"
+    outcome.skip_reason = ("; ".join(lines) or "skipped")[:SKIP_REASON_MAX]
 
 
 class Runner:
@@ -44,7 +74,8 @@ class Runner:
         tmpdir = os.path.join(work, "tmp")
         os.mkdir(tmpdir)
         log_path = os.path.join(work, "log")
-        env = dict(env, TMPDIR=tmpdir, TMP=tmpdir, TEMP=tmpdir)
+        skip_file = os.path.join(work, "skip")
+        env = dict(env, TMPDIR=tmpdir, TMP=tmpdir, TEMP=tmpdir, **{SKIP_FILE: skip_file})
         started = time.monotonic()
         try:
             with open(log_path, "wb") as log:
@@ -57,6 +88,7 @@ class Runner:
             with open(log_path, "rb") as f:
                 outcome.log = f.read()
             outcome.workdir = work
+            _skipped(outcome, skip_file)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return outcome

@@ -183,7 +183,7 @@ class Step:
             outcome.status,
             outcome.duration,
             outcome.exit_code,
-            reason=outcome.error or reason,
+            reason=outcome.error or outcome.skip_reason or reason,
             log=outcome.log,
             flaky=outcome.attempts > 1 and outcome.status == "passed",
         )

@@ -38,6 +38,20 @@ def memotest_unconfigure(config: Config) -> None:
         config.pluginmanager.unregister(reporter)
 
 
+#: The longest note shown without ``-v``.
+TERSE = 120
+
+
+def terse(note: str) -> str:
+    """The first reason of a note (``not cached: A; B (+2 more)``), its paths under the
+    current folder made relative, at most :data:`TERSE` characters, pointing to ``-v``
+    when it left something out."""
+    first = note.split("; ", 1)[0].replace(os.path.join(os.getcwd(), ""), "")
+    if len(first) > TERSE:
+        first = first[: TERSE - 3] + "..."
+    return first if "; " not in note and len(note) <= TERSE else f"{first} (-v for more)"
+
+
 def _fmt_time(seconds: float) -> str:
     if seconds < 60:
         return f"{seconds:.1f}s"
@@ -108,8 +122,8 @@ class TerminalReporter:
         if r.reason and shown:
             line += f" ({r.reason})"
         self.out.write(line + "\n")
-        if r.note and (self.verbose or r.fault):
-            self.out.write(f"  {r.note}\n")
+        if r.note:  # why it will run again: terse as ninja's, the detail with -v
+            self.out.write(f"  {r.note if self.verbose or r.fault else terse(r.note)}\n")
         if r.status in ("failed", "timeout", "error") and r.log:
             text = r.log.decode("utf-8", "replace")
             self.out.write(text if text.endswith("\n") else text + "\n")

@@ -102,12 +102,23 @@ def list_targets(args: argparse.Namespace) -> int:
     assert project is not None
     with open_store(project, lock=False) as store:
         records = store.records(project.targets)
+        # What a tool recorded in this store under names no target has (the nox helper's
+        # nox:SESSION:N, the tox plugin's tox:ENV, the make shell's): listed after them.
+        others = {n: r for n, r in store.records(None).items() if n not in project.targets}
     width = max((len(n) for n in project.targets), default=0)
+    default = None if project.default is None else set(project.default)
     for name, t in project.targets.items():
         rec = records.get(name)
         last = "never run" if rec is None else f"last {rec.status} in {rec.duration:.1f}s"
         tags = f" [{', '.join(sorted(t.tags))}]" if t.tags else ""
-        print(f"{name:<{width}}  {last}{tags}")
+        # A target a build without names leaves out (nox's default=False, a manual rule).
+        mark = " (not default: name it)" if default is not None and name not in default else ""
+        print(f"{name:<{width}}  {last}{tags}{mark}")
+    if others:
+        print("other records in this store (made by a tool, or by targets no longer defined):")
+        width = max(len(n) for n in others)
+        for name, rec in sorted(others.items()):
+            print(f"  {name:{width}}  last {rec.status} in {rec.duration:.1f}s")
     return 0
 
 

@@ -40,8 +40,9 @@ from memotest.store.damage import Garbled
 from memotest.store.fingerprints import FingerprintTable, InputList, from_db, to_db
 from memotest.store.outputs import split_output
 
-#: The statuses a record can have; only ``passed`` results are reused.
-STATUSES = ("passed", "failed", "timeout", "error")
+#: The statuses a record can have; only ``passed`` results are reused (a ``skipped`` run,
+#: one that said it did not do its work, is never replayed: :mod:`memotest.runner`).
+STATUSES = ("passed", "failed", "timeout", "error", "skipped")
 
 #: The variants kept per target name: enough for a few branches, a bisect's states and a
 #: flaky history, while a target whose inputs change at every commit stays bounded.

@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import glob
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -265,7 +266,7 @@ def _run(
     program = _which(args[0], bin_paths, environ.get("PATH"))
     if program is None:
         return fallback()  # nox says "Program X not found" and fails the session
-    full_cmd = " ".join([args[0], *(_quote(a) for a in args[1:])])
+    full_cmd = " ".join([args[0], *(shlex.quote(a) for a in args[1:])])
     if log:
         logger.info(full_cmd)
     if (
@@ -317,7 +318,10 @@ def _run(
             f"memotest: {type(exc).__name__}: {exc}; running {args[0]} without memoization"
         )
         return fallback()
-    return _finish(result, full_cmd, silent, success_codes, log, logger, CommandFailed)
+    done = _finish(result, full_cmd, silent, success_codes, log, logger, CommandFailed)
+    if result.status == "skipped":  # the command said it skipped (MEMOTEST_SKIP_FILE): so
+        session.skip(f"{result.name}: {result.skip_reason}")  # does the session, for nox
+    return done
 
 
 def _finish(
@@ -330,11 +334,16 @@ def _finish(
     failed: type[Exception],
 ) -> Any:
     output = _decode(result.log)
-    if result.cached:
-        if log:
-            logger.info(f"memotest: {result.name} is up to date: replaying its output (not run)")
-    elif result.note and (log or result.fault):
-        (logger.warning if result.fault else logger.info)(f"memotest: {result.note}")
+    if result.fault and result.note:  # memotest's own failure: shown whatever the level
+        logger.warning(f"memotest: {result.note}")
+    if log:  # as the tox plugin: whether it ran and why, whether it will be reused
+        if result.cached:
+            saved = f"saved {result.duration:.1f}s"
+            logger.info(f"memotest: {result.name} is up to date: cached, replayed ({saved})")
+        else:
+            logger.info(f"memotest: {result.name} ran: {result.reason or 'forced'}")
+            if result.note and not result.fault:
+                logger.info(f"memotest: {result.note}")
     if not silent and output and not result.streamed:  # a run was shown as it went
         sys.stdout.write(output)
         sys.stdout.flush()
@@ -364,12 +373,6 @@ def _decode(data: bytes) -> str:
         return decode_output(data) if data else ""
     except (ImportError, UnicodeDecodeError):
         return data.decode("utf-8", "replace")
-
-
-def _quote(arg: str) -> str:
-    import shlex
-
-    return shlex.quote(arg)
 
 
 def _inside(path: str, folder: str) -> bool:

@@ -5,8 +5,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-#: Variables set per run, not per worker.
-PER_RUN_ENV = ("TMPDIR", "TMP", "TEMP", "MEMOTEST_TRACE_DIR", "MEMOTEST_SHIM")
+#: Variables set per run, not per worker (``MEMOTEST_SKIP_FILE``: :mod:`memotest.runner`).
+PER_RUN_ENV = (
+    "TMPDIR",
+    "TMP",
+    "TEMP",
+    "MEMOTEST_TRACE_DIR",
+    "MEMOTEST_SHIM",
+    "MEMOTEST_SKIP_FILE",
+)
 
 
 class WarmUnavailable(Exception):
