@@ -45,6 +45,10 @@ class Target:
     inputs: tuple[str, ...] = ()
     source: SourceLocation | None = None
     warm: tuple[str, ...] = ()
+    #: Absolute folders the runner empties and makes again before each run, so that
+    #: nothing in them is an input (``memotest/scratch.py``); set by drivers (tox's
+    #: ``env_tmp_dir``), part of the key when any.
+    scratch: tuple[str, ...] = ()
 
     @property
     def argv(self) -> list[str]:
@@ -276,6 +280,9 @@ class Outcome:
     #: The run's own folder (its TMPDIR, captured log and trace), removed after the run:
     #: nothing in it, nor the folder itself, is ever an input.
     workdir: str = ""
+    #: The target's scratch folders the runner made fresh before the run
+    #: (``memotest/scratch.py``): nothing in them, nor the folders, is an input.
+    scratch: tuple[str, ...] = ()
     attempts: int = 1
     started: float = 0.0  # time.monotonic() at start, for the scheduler
     finished: float = 0.0

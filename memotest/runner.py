@@ -17,6 +17,7 @@ import time
 from typing import BinaryIO
 
 from memotest.model import Outcome, Target
+from memotest.scratch import make_fresh
 from memotest.tracer.run import TracedRun
 from memotest.tracer.warm.pool import WorkerPool
 from memotest.tracer.warm.remote import RemoteProcess
@@ -65,6 +66,7 @@ class Runner:
     ) -> Outcome:
         if not os.path.isdir(target.cwd):
             return self._error(target, f"cwd {target.cwd} does not exist", started)
+        scratch = make_fresh(target.scratch, target.cwd)  # the run's own, as its TMPDIR
         worker = self._worker(target, env) if warm else None
         traced = TracedRun(
             target.argv,
@@ -141,6 +143,7 @@ class Runner:
             log=b"",
             trace=trace,
             tmpdir=tmpdir,
+            scratch=scratch,
             started=started,
             finished=finished,
         )
