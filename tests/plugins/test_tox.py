@@ -518,3 +518,39 @@ def test_pytest_basetemp_in_env_tmp_dir_replays_on_the_second_run(tmp_path):
     code, out = tox(root, "-e", "py")
     assert code != 0 and count(counter) == 2, out
     assert "test_a.py: content changed" in out
+
+
+def test_an_env_whose_test_kills_its_pager_at_once_replays(tmp_path):
+    """A program killed before its first call into the C library did not run without the
+    shim (``tracer/collect.py``): the env is cached from its first run."""
+    counter = tmp_path / "counter"
+    sleep = shutil.which("sleep") or "/bin/sleep"
+    root = write(
+        tmp_path / "proj",
+        {
+            "tox.ini": f"""
+                [tox]
+                env_list = py
+                [testenv]
+                skip_install = true
+                allowlist_externals = {sleep}
+                commands =
+                    {bump(counter)}
+                    python pager.py
+                """,
+            "pager.py": f"""
+                import subprocess
+                for _ in range(10):
+                    p = subprocess.Popen([{sleep!r}, "30"], stdin=subprocess.DEVNULL)
+                    p.kill()
+                    assert p.wait() < 0
+                print("pager killed")
+                """,
+        },
+    )
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and "pager killed" in out, out
+    assert "not cached" not in out, out
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and "memotest: cached, replayed" in out, out
+    assert count(counter) == 1
