@@ -472,10 +472,11 @@ def test_a_copy_of_the_project_with_its_tox_envs_replays(proj, tmp_path):
     assert "memotest: cached, replayed" in out and count(counter) == 2, out
 
 
-def pytest_env(tmp_path: Path, counter: Path, commands: str) -> Path:
-    """A skip_install project whose ``py`` env runs real pytest (the host's, through
-    ``PYTHONPATH``) on one test that uses ``tmp_path``, and bumps a counter."""
-    site = os.path.dirname(os.path.dirname(pytest.__file__))
+def env_project(
+    tmp_path: Path, counter: Path, command: str, files: dict[str, str], setting: str
+) -> Path:
+    """A skip_install project whose ``py`` env bumps a counter and runs ``command``, with
+    one more ``[testenv]`` line."""
     return write(
         tmp_path / "proj",
         {
@@ -484,17 +485,27 @@ def pytest_env(tmp_path: Path, counter: Path, commands: str) -> Path:
                 env_list = py
                 [testenv]
                 skip_install = true
-                set_env = PYTHONPATH={site}
+                {setting}
                 commands =
                     {bump(counter)}
-                    {commands}
+                    {command}
                 """,
-            "tests/test_a.py": """
-                def test_a(tmp_path):
-                    (tmp_path / "x").write_text("hi")
-                    assert (tmp_path / "x").read_text() == "hi"
-                """,
+            **files,
         },
+    )
+
+
+def pytest_env(tmp_path: Path, counter: Path, commands: str) -> Path:
+    """A project whose ``py`` env runs real pytest (the host's, through ``PYTHONPATH``) on
+    one test that uses ``tmp_path``."""
+    site = os.path.dirname(os.path.dirname(pytest.__file__))
+    test = """
+        def test_a(tmp_path):
+            (tmp_path / "x").write_text("hi")
+            assert (tmp_path / "x").read_text() == "hi"
+        """
+    return env_project(
+        tmp_path, counter, commands, {"tests/test_a.py": test}, f"set_env = PYTHONPATH={site}"
     )
 
 
@@ -525,28 +536,16 @@ def test_an_env_whose_test_kills_its_pager_at_once_replays(tmp_path):
     shim (``tracer/collect.py``): the env is cached from its first run."""
     counter = tmp_path / "counter"
     sleep = shutil.which("sleep") or "/bin/sleep"
-    root = write(
-        tmp_path / "proj",
-        {
-            "tox.ini": f"""
-                [tox]
-                env_list = py
-                [testenv]
-                skip_install = true
-                allowlist_externals = {sleep}
-                commands =
-                    {bump(counter)}
-                    python pager.py
-                """,
-            "pager.py": f"""
-                import subprocess
-                for _ in range(10):
-                    p = subprocess.Popen([{sleep!r}, "30"], stdin=subprocess.DEVNULL)
-                    p.kill()
-                    assert p.wait() < 0
-                print("pager killed")
-                """,
-        },
+    pager = f"""
+        import subprocess
+        for _ in range(10):
+            p = subprocess.Popen([{sleep!r}, "30"], stdin=subprocess.DEVNULL)
+            p.kill()
+            assert p.wait() < 0
+        print("pager killed")
+        """
+    root = env_project(
+        tmp_path, counter, "python pager.py", {"pager.py": pager}, f"allowlist_externals = {sleep}"
     )
     code, out = tox(root, "-e", "py")
     assert code == 0 and "pager killed" in out, out
