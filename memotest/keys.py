@@ -81,7 +81,7 @@ def definition(target: Target, roots: Roots | None = None) -> dict[str, object]:
     paths under a root in them in portable form (:meth:`Roots.portable_text`)."""
     text = roots.portable_text if roots is not None else _same
     command = target.command
-    return {
+    out: dict[str, object] = {
         "command": text(command) if isinstance(command, str) else [text(w) for w in command],
         "cwd": text(target.cwd),
         "env": {k: text(v) for k, v in target.env},
@@ -90,6 +90,9 @@ def definition(target: Target, roots: Roots | None = None) -> dict[str, object]:
         "outputs": list(target.outputs),
         "inputs": [text(p) for p in target.inputs],
     }
+    if target.scratch:  # only when any: the keys of targets without them stay as they were
+        out["scratch"] = [text(p) for p in target.scratch]
+    return out
 
 
 def passed_environ(settings: Settings, environ: Mapping[str, str] | None = None) -> dict[str, str]:

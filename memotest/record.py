@@ -48,7 +48,7 @@ def make_record(
     trace = outcome.trace
     if not isinstance(ignore, Ignore):
         ignore = Ignore(ignore, str(root))
-    skip = ignore.also(str(root / STORE_DIR), outcome.workdir)
+    skip = ignore.also(str(root / STORE_DIR), outcome.workdir, *outcome.scratch)
     obs = observe(trace, skip, services=services)
     dropped = False
     if plugins.manager().hook.memotest_is_input.get_hookimpls():

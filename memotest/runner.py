@@ -29,6 +29,7 @@ from typing import BinaryIO
 
 from memotest import faults
 from memotest.model import Outcome, Target, Trace
+from memotest.scratch import make_fresh
 from memotest.tracer.run import TracedRun
 from memotest.tracer.warm.pool import WorkerPool
 from memotest.tracer.warm.remote import RemoteProcess
@@ -98,6 +99,7 @@ class Runner:
     ) -> Outcome:
         if not os.path.isdir(target.cwd):
             return self._error(target, f"cwd {target.cwd} does not exist", started)
+        scratch = make_fresh(target.scratch, target.cwd)  # the run's own, as its TMPDIR
         worker = self._worker(target, env) if warm else None
         traced = TracedRun(
             target.argv,
@@ -131,7 +133,7 @@ class Runner:
                     faults.inject("trace")
                     trace = traced.finish()
                 except Exception as exc:  # the command ran: its result stands (faults.py)
-                    return self._faulted(target, traced, status, exc, tmpdir, started)
+                    return self._faulted(target, traced, status, exc, tmpdir, started, scratch)
             finally:
                 with self._lock:
                     self._running.discard(traced)
@@ -165,7 +167,9 @@ class Runner:
                 shutil.rmtree(tmpdir, ignore_errors=True)
                 os.mkdir(tmpdir)
                 return self._run_traced(target, env, log, tmpdir, started, warm=False)
-        return self._ended(target, status, trace.exit_code, tmpdir, started, trace=trace)
+        return self._ended(
+            target, status, trace.exit_code, tmpdir, started, trace=trace, scratch=scratch
+        )
 
     def _faulted(
         self,
@@ -175,6 +179,7 @@ class Runner:
         exc: Exception,
         tmpdir: str,
         started: float,
+        scratch: tuple[str, ...] = (),
     ) -> Outcome:
         """The outcome of a run whose trace memotest failed to read: the command's own
         exit status, no trace (so no record), and the failure to report
@@ -182,7 +187,7 @@ class Runner:
         with contextlib.suppress(Exception):  # what it left running, as finish() would
             traced.kill()
         code = traced.proc.returncode if traced.proc is not None else None
-        return self._ended(target, status, code, tmpdir, started, fault=exc)
+        return self._ended(target, status, code, tmpdir, started, fault=exc, scratch=scratch)
 
     def _ended(
         self,
@@ -194,6 +199,7 @@ class Runner:
         *,
         trace: Trace | None = None,
         fault: Exception | None = None,
+        scratch: tuple[str, ...] = (),
     ) -> Outcome:
         """The outcome of a run that ended with ``code`` (``status`` so far: passed,
         timeout or error)."""
@@ -210,6 +216,7 @@ class Runner:
             log=b"",
             trace=trace,
             tmpdir=tmpdir,
+            scratch=scratch,
             started=started,
             finished=finished,
             fault=fault,
