@@ -277,5 +277,8 @@ class Outcome:
     #: nothing in it, nor the folder itself, is ever an input.
     workdir: str = ""
     attempts: int = 1
+    #: The outcome of each test the run reported (``memotest/testcases.py``), None when
+    #: it reported none.
+    tests: list | None = None
     started: float = 0.0  # time.monotonic() at start, for the scheduler
     finished: float = 0.0

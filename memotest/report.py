@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 from memotest.shard import ShardPlan
+from memotest.testcases import TestOutcome
 from memotest.textsafe import printable
 
 STATUSES = ("passed", "failed", "cached", "timeout", "error", "skipped")
@@ -31,6 +32,9 @@ class TargetResult:
     #: replay run again once a run wrote what it read): the summary and the reports hold
     #: the target once, with this result; a plugin counting results should too.
     replaces: bool = False
+    #: The outcome of each test the target ran (``memotest/testcases.py``; ``cached`` on
+    #: a replay), None when it reported none.
+    tests: list[TestOutcome] | None = None
 
 
 @dataclass
@@ -78,17 +82,30 @@ class Summary:
             "hazards": [
                 {"before": e.before, "after": e.after, "path": e.path} for e in self.hazards
             ],
-            "targets": [
-                {
-                    "name": r.name,
-                    "status": r.status,
-                    "duration": round(r.duration, 3),
-                    "exit_code": r.exit_code,
-                    "reason": r.reason,
-                }
-                for r in self.results
-            ],
+            "targets": [_target_json(r) for r in self.results],
         }
+
+
+def _target_json(r: TargetResult) -> dict[str, object]:
+    """One target of the JSON report; with ``tests`` when it reported its tests."""
+    out: dict[str, object] = {
+        "name": r.name,
+        "status": r.status,
+        "duration": round(r.duration, 3),
+        "exit_code": r.exit_code,
+        "reason": r.reason,
+    }
+    if r.tests is not None:
+        out["tests"] = [
+            {
+                "id": t.id,
+                "status": t.outcome,
+                "duration": round(t.duration, 3),
+                "cached": t.cached,
+            }
+            for t in r.tests
+        ]
+    return out
 
 
 def write_json(summary: Summary, path: str) -> None:

@@ -17,6 +17,7 @@ import time
 from typing import BinaryIO
 
 from memotest.model import Outcome, Target
+from memotest.testcases import RESULTS_ENV, read_results
 from memotest.tracer.run import TracedRun
 from memotest.tracer.warm.pool import WorkerPool
 from memotest.tracer.warm.remote import RemoteProcess
@@ -43,7 +44,10 @@ class Runner:
         tmpdir = os.path.join(work, "tmp")
         os.mkdir(tmpdir)
         log_path = os.path.join(work, "log")
-        env = dict(env, TMPDIR=tmpdir, TMP=tmpdir, TEMP=tmpdir)
+        # The run's per-test results (memotest/testcases.py): in its own folder, so
+        # never an input, an output nor shared with another run.
+        results = os.path.join(work, "tests.jsonl")
+        env = dict(env, TMPDIR=tmpdir, TMP=tmpdir, TEMP=tmpdir, **{RESULTS_ENV: results})
         started = time.monotonic()
         try:
             with open(log_path, "wb") as log:
@@ -55,6 +59,7 @@ class Runner:
                         follower.finish()
             with open(log_path, "rb") as f:
                 outcome.log = f.read()
+            outcome.tests = read_results(results)
             outcome.workdir = work
         finally:
             shutil.rmtree(work, ignore_errors=True)
@@ -125,6 +130,8 @@ class Runner:
                 # Run it again, fresh (tracer/warm/preload.py).
                 log.seek(0)
                 log.truncate()
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(env[RESULTS_ENV])
                 shutil.rmtree(tmpdir, ignore_errors=True)
                 os.mkdir(tmpdir)
                 return self._run_traced(target, env, log, tmpdir, started, warm=False)

@@ -6,7 +6,14 @@ import os
 from dataclasses import dataclass
 
 #: Variables set per run, not per worker.
-PER_RUN_ENV = ("TMPDIR", "TMP", "TEMP", "MEMOTEST_TRACE_DIR", "MEMOTEST_SHIM")
+PER_RUN_ENV = (
+    "TMPDIR",
+    "TMP",
+    "TEMP",
+    "MEMOTEST_TRACE_DIR",
+    "MEMOTEST_SHIM",
+    "MEMOTEST_TEST_RESULTS",  # memotest/testcases.py
+)
 
 
 class WarmUnavailable(Exception):
