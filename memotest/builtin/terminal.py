@@ -22,6 +22,7 @@ from memotest.model import Target
 from memotest.plugins import Config
 from memotest.report import STATUSES, Summary, TargetResult
 from memotest.shard import ShardPlan
+from memotest.testcases import counts
 
 NAME = "terminalreporter"
 
@@ -141,6 +142,10 @@ class TerminalReporter:
             line += f" (cache saved {_fmt_time(summary.saved)})"
         if summary.first_failure is not None:
             line += f"; first failure after {_fmt_time(summary.first_failure)}"
+        tests = summary.tests()
+        if tests is not None:
+            counted = ", ".join(f"{n} {k}" for k, n in counts(tests).items())
+            line += f"; {len(tests)} tests: {counted or 'none'}"
         self.out.write(line + "\n")
         if summary.remote:
             from memotest.remote import summary_line
