@@ -146,3 +146,10 @@ def counts(tests: Iterable[TestOutcome]) -> dict[str, int]:
     for t in tests:
         n[t.outcome] += 1
     return {k: v for k, v in n.items() if v}
+
+
+def describe(tests: list[TestOutcome]) -> str:
+    """``412 tests: 410 passed, 2 skipped`` (for the summary and ``show --tests``)."""
+    counted = ", ".join(f"{n} {k}" for k, n in counts(tests).items())
+    noun = "test" if len(tests) == 1 else "tests"
+    return f"{len(tests)} {noun}: {counted or 'none'}"

@@ -22,7 +22,7 @@ from memotest.model import Target
 from memotest.plugins import Config
 from memotest.report import STATUSES, Summary, TargetResult
 from memotest.shard import ShardPlan
-from memotest.testcases import counts
+from memotest.testcases import describe
 
 NAME = "terminalreporter"
 
@@ -144,8 +144,7 @@ class TerminalReporter:
             line += f"; first failure after {_fmt_time(summary.first_failure)}"
         tests = summary.tests()
         if tests is not None:
-            counted = ", ".join(f"{n} {k}" for k, n in counts(tests).items())
-            line += f"; {len(tests)} tests: {counted or 'none'}"
+            line += f"; {describe(tests)}"
         self.out.write(line + "\n")
         if summary.remote:
             from memotest.remote import summary_line

@@ -120,8 +120,7 @@ def show_tests(name: str, digest: str | None, store: Store, *, verbose: bool) ->
         if verbose and t.longrepr and t.outcome != "passed":
             for line in t.longrepr.splitlines():
                 print(f"    {printable(line)}")
-    counted = ", ".join(f"{n} {k}" for k, n in testcases.counts(tests).items())
-    print(f"{name}: {len(tests)} tests: {counted or 'none'}")
+    print(f"{name}: {testcases.describe(tests)}")
     return 0
 
 
