@@ -315,6 +315,9 @@ class Outcome:
     #: (``memotest/scratch.py``): nothing in them, nor the folders, is an input.
     scratch: tuple[str, ...] = ()
     attempts: int = 1
+    #: The outcome of each test the run reported (``memotest/testcases.py``), None when
+    #: it reported none.
+    tests: list | None = None
     started: float = 0.0  # time.monotonic() at start, for the scheduler
     finished: float = 0.0
     #: memotest's own failure after the command ran (reading its trace): the result

@@ -307,10 +307,14 @@ def _decide(rec: Record, last: Record, store: Store) -> Fresh | Stale:
     stale = _stale_by_result(rec, last)
     if stale is not None:
         return stale
-    digests = [rec.log_digest, *(split_output(v)[0] for v in rec.outputs.values())]
+    digests = [
+        rec.log_digest,
+        rec.tests_digest,
+        *(split_output(v)[0] for v in rec.outputs.values()),
+    ]
     missing = next((d for d in digests if d and not store.has_blob(d)), None)
     if missing is not None:
-        reason = "the stored log or outputs are gone from the store"
+        reason = "the stored log, outputs or test results are gone from the store"
         return Stale("blob-missing", reason, detail=missing, record=last)
     return Fresh(rec)
 

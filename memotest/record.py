@@ -25,6 +25,7 @@ from memotest.observe import Ignore, observe
 from memotest.rewritten import Before, rewritten_as_before
 from memotest.shaping import used
 from memotest.store import STORE_DIR, Record, Store, output_value
+from memotest.testcases import encode as encode_tests
 from memotest.tracer.collect import is_pseudo
 
 
@@ -41,7 +42,8 @@ def make_record(
     services: Sequence[str] = (),
 ) -> Record:
     """The record of a finished run: its inputs fingerprinted right after the run, its
-    log and declared outputs put into the store's CAS, and whether it may be reused.
+    log, declared outputs and per-test results put into the store's CAS, and whether it
+    may be reused.
     ``before``: the files the target's last record rewrote, fingerprinted before this run
     (:func:`snapshot`). ``services``: the endpoints the user declared (``settings.services``)."""
     assert outcome.trace is not None
@@ -111,6 +113,9 @@ def make_record(
         outputs=outputs,
         rewritten=obs.rewritten,
         shaping=used(key.shaping or frozenset(), inputs, dropped=dropped),
+        tests_digest=(
+            store.put_blob(encode_tests(outcome.tests)) if outcome.tests is not None else None
+        ),
     )
 
 

@@ -30,6 +30,7 @@ from typing import BinaryIO
 from memotest import faults
 from memotest.model import Outcome, Target, Trace
 from memotest.scratch import make_fresh
+from memotest.testcases import RESULTS_ENV, read_results
 from memotest.tracer.run import TracedRun
 from memotest.tracer.warm.pool import WorkerPool
 from memotest.tracer.warm.remote import RemoteProcess
@@ -76,7 +77,12 @@ class Runner:
         os.mkdir(tmpdir)
         log_path = os.path.join(work, "log")
         skip_file = os.path.join(work, "skip")
-        env = dict(env, TMPDIR=tmpdir, TMP=tmpdir, TEMP=tmpdir, **{SKIP_FILE: skip_file})
+        # The run's per-test results (memotest/testcases.py): in its own folder, so
+        # never an input, an output nor shared with another run.
+        results = os.path.join(work, "tests.jsonl")
+        env = dict(
+            env, TMPDIR=tmpdir, TMP=tmpdir, TEMP=tmpdir, **{SKIP_FILE: skip_file, RESULTS_ENV: results}
+        )
         started = time.monotonic()
         try:
             with open(log_path, "wb") as log:
@@ -88,6 +94,7 @@ class Runner:
                         follower.finish()
             with open(log_path, "rb") as f:
                 outcome.log = f.read()
+            outcome.tests = read_results(results)
             outcome.workdir = work
             _skipped(outcome, skip_file)
         finally:
@@ -164,6 +171,8 @@ class Runner:
                 # Run it again, fresh (tracer/warm/preload.py).
                 log.seek(0)
                 log.truncate()
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(env[RESULTS_ENV])
                 shutil.rmtree(tmpdir, ignore_errors=True)
                 os.mkdir(tmpdir)
                 return self._run_traced(target, env, log, tmpdir, started, warm=False)

@@ -55,6 +55,8 @@ from memotest.roots import of as roots_of
 from memotest.runner import Runner
 from memotest.shaping import granted
 from memotest.store import STORE_DIR, Record, Store, StoreError
+from memotest.testcases import TestOutcome
+from memotest.testcases import decode as decode_tests
 
 #: How many times a ``flaky`` target runs before its failure stands.
 FLAKY_ATTEMPTS = 3
@@ -123,12 +125,17 @@ class Step:
         try:
             store.restore_outputs(record.outputs, target.cwd)
             log = store.read_blob(record.log_digest) if record.log_digest else b""
-        except (StoreError, OSError) as exc:
+            tests: list[TestOutcome] | None = None
+            if record.tests_digest:
+                tests = [t.as_cached() for t in decode_tests(store.read_blob(record.tests_digest))]
+        except (StoreError, OSError, ValueError) as exc:
             self.unreplayable[target.name] = f"its stored result cannot be replayed: {exc}"
             return None
         if record.variant_id is not None:
             self.used.append(record.variant_id)
-        return TargetResult(target.name, "cached", record.duration, record.exit_code, log=log)
+        return TargetResult(
+            target.name, "cached", record.duration, record.exit_code, log=log, tests=tests
+        )
 
     def mark_used(self, store: Store | None) -> None:
         """Mark the variants replayed so far used, in one transaction (a store that fails
@@ -186,6 +193,7 @@ class Step:
             reason=outcome.error or outcome.skip_reason or reason,
             log=outcome.log,
             flaky=outcome.attempts > 1 and outcome.status == "passed",
+            tests=outcome.tests,
         )
         if outcome.fault is not None:
             result.note = faults.note(

@@ -22,6 +22,7 @@ from memotest.model import Target
 from memotest.plugins import Config
 from memotest.report import STATUSES, Summary, TargetResult
 from memotest.shard import ShardPlan
+from memotest.testcases import describe
 
 NAME = "terminalreporter"
 
@@ -155,6 +156,9 @@ class TerminalReporter:
             line += f" (cache saved {_fmt_time(summary.saved)})"
         if summary.first_failure is not None:
             line += f"; first failure after {_fmt_time(summary.first_failure)}"
+        tests = summary.tests()
+        if tests is not None:
+            line += f"; {describe(tests)}"
         self.out.write(line + "\n")
         if summary.remote:
             from memotest.remote import summary_line

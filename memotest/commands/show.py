@@ -6,10 +6,13 @@ import argparse
 import sys
 from collections import Counter
 
+from memotest import testcases
 from memotest.build import select
 from memotest.commands.common import add_file_option, load_or_recorded, open_store, wipe_store
 from memotest.errors import UsageError
 from memotest.plugins import Config, load_project
+from memotest.store import Store, StoreError
+from memotest.textsafe import printable
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -21,6 +24,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("target", metavar="TARGET")
     p.add_argument("--paths", action="store_true", help="list every input path")
     p.add_argument("--log", action="store_true", help="print the recorded log")
+    p.add_argument(
+        "--tests",
+        action="store_true",
+        help="list each test the run reported (a --pytest target): its outcome and duration",
+    )
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="with --tests, each failure's text too"
+    )
     add_file_option(p)
     p.set_defaults(run=show)
 
@@ -70,6 +81,8 @@ def show(args: argparse.Namespace) -> int:
         if args.log:
             sys.stdout.buffer.write(store.read_blob(rec.log_digest) if rec.log_digest else b"")
             return 0
+        if args.tests:
+            return show_tests(rec.name, rec.tests_digest, store, verbose=args.verbose)
         n = len(store.variant_heads([rec.name]).get(rec.name, []))
         print(f"{rec.name}: {rec.status} (exit code {rec.exit_code}) in {rec.duration:.2f}s")
         print(f"  recorded runs (variants): {n}; the newest is shown")
@@ -88,6 +101,26 @@ def show(args: argparse.Namespace) -> int:
             for w in rec.writes:
                 print(f"    {w}")
         print(f"  outputs: {', '.join(rec.outputs) or 'none declared'}")
+    return 0
+
+
+def show_tests(name: str, digest: str | None, store: Store, *, verbose: bool) -> int:
+    """``show --tests``: each recorded test's outcome and duration, in the order they ran
+    (with ``-v``, the failure text of those that did not pass)."""
+    if not digest:
+        print(f"{name}: its run reported no tests (only --pytest targets do)")
+        return 0
+    try:
+        tests = testcases.decode(store.read_blob(digest))
+    except (ValueError, StoreError, OSError) as exc:
+        raise UsageError(f"show: the recorded tests of {name} cannot be read: {exc}") from None
+    width = max((len(t.outcome) for t in tests), default=0)
+    for t in tests:
+        print(f"{t.outcome.upper():{width}} {printable(t.id)} {t.duration:.3f}s")
+        if verbose and t.longrepr and t.outcome != "passed":
+            for line in t.longrepr.splitlines():
+                print(f"    {printable(line)}")
+    print(f"{name}: {testcases.describe(tests)}")
     return 0
 
 

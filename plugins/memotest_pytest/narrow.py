@@ -13,6 +13,8 @@ way to them, because memotest records everything a target looks at as an input:
   neither one of the named paths, nor inside one, nor a folder on the way to one: the
   entries pytest would throw away are skipped before it stats them. The folders' listings
   are still read (and recorded), so a new entry on the way is still seen.
+* **Each test's outcome is reported to memotest** (``memotest_pytest.results``), when
+  memotest's runner asks for it, for its per-test reports.
 * **A file with no tests passes.** memotest makes a target of every file pytest would
   collect, without importing them; one that turns out to hold no test (``pytest`` exit
   status 5, "no tests collected") is a test file with nothing to fail, so the run ends with
@@ -31,6 +33,7 @@ from pathlib import Path
 import pytest
 
 from memotest_pytest.collect import ONLY
+from memotest_pytest.results import start as record_results
 
 _WANTED = pytest.StashKey[tuple[Path, ...] | None]()
 #: ``MEMOTEST_PYTEST_NARROW=0``: collect as pytest does by itself.
@@ -46,6 +49,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="collect only FILE below the folders given (a file whose name pytest would "
         "read as a test selection)",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    record_results(config)
 
 
 def named_paths(config: pytest.Config) -> tuple[Path, ...] | None:

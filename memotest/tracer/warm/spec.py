@@ -13,6 +13,7 @@ PER_RUN_ENV = (
     "MEMOTEST_TRACE_DIR",
     "MEMOTEST_SHIM",
     "MEMOTEST_SKIP_FILE",
+    "MEMOTEST_TEST_RESULTS",  # memotest/testcases.py
 )
 
 
