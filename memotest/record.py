@@ -22,6 +22,7 @@ from memotest.inputs.registry import kind_of, refine
 from memotest.keys import TargetKey
 from memotest.model import Outcome, Target
 from memotest.observe import Ignore, observe
+from memotest.parts import parts_blob
 from memotest.rewritten import Before, rewritten_as_before
 from memotest.shaping import used
 from memotest.store import STORE_DIR, Record, Store, output_value
@@ -111,6 +112,7 @@ def make_record(
         outputs=outputs,
         rewritten=obs.rewritten,
         shaping=used(key.shaping or frozenset(), inputs, dropped=dropped),
+        tests=parts_blob(trace, inputs, states, store) if trace.phases else None,
     )
 
 

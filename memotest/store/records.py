@@ -92,6 +92,10 @@ class Record:
     #: The settings that shaped what it holds (:mod:`memotest.shaping`): reused only
     #: while each is still granted.
     shaping: list[str] = field(default_factory=list)
+    #: The CAS blob of the code each test of the run depended on (a test runner's
+    #: plugin labelled them: ``memotest_pytest/selection.py``), or None. A record
+    #: without it is never run in part.
+    tests: str | None = None
     #: Which stored variant this is (the row's id), None for a record not read from a store.
     variant_id: int | None = field(default=None, compare=False)
 
@@ -103,7 +107,7 @@ class Record:
 _COLUMNS = (
     "name, recorder, def_hash, definition, env_hash, env, status, exit_code, duration, "
     "started_ns, finished_ns, cacheable, uncacheable_reason, inputs, writes, log_digest, outputs, "
-    "rewritten, shaping"
+    "rewritten, shaping, tests"
 )
 _SELECTED = "id, " + _COLUMNS
 
@@ -224,6 +228,7 @@ def _from_row(r: tuple[Any, ...], fps: FingerprintTable, variant_id: int) -> Rec
         outputs=json.loads(r[16]),
         rewritten=_decode_paths(r[17]),
         shaping=json.loads(r[18]),
+        tests=r[19],
     )
     if not (isinstance(rec.definition, dict) and isinstance(rec.outputs, dict)):
         raise TypeError("definition and outputs must be objects")
@@ -249,7 +254,7 @@ def insert(conn: sqlite3.Connection, record: Record, ids: Iterable[int], now_ns:
             conn.execute("DELETE FROM records WHERE id = ?", (vid,))
     cur = conn.execute(
         f"INSERT INTO records({_COLUMNS}, n_inputs, last_used_ns) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             record.name,
             record.recorder,
@@ -270,6 +275,7 @@ def insert(conn: sqlite3.Connection, record: Record, ids: Iterable[int], now_ns:
             json.dumps(record.outputs, sort_keys=True, default=str),
             _encode_paths(sorted(set(record.rewritten))),
             shaping,
+            record.tests,
             len(unique),
             now_ns,
         ),
@@ -301,11 +307,13 @@ def live_references(conn: sqlite3.Connection) -> tuple[set[int], set[str]]:
     """The fingerprint ids and the blob digests the stored records name (what GC keeps)."""
     fps: set[int] = set()
     blobs: set[str] = set()
-    for inputs, log_digest, outputs in conn.execute(
-        "SELECT inputs, log_digest, outputs FROM records"
+    for inputs, log_digest, outputs, tests in conn.execute(
+        "SELECT inputs, log_digest, outputs, tests FROM records"
     ):
         fps.update(_decode_ids(inputs))
         blobs.update(named_blobs(log_digest, json.loads(outputs)))
+        if tests:
+            blobs.add(tests)
     return fps, blobs
 
 

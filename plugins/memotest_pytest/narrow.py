@@ -88,6 +88,16 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return True
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """In a run that notes the code it executes, which code each test ran too
+    (``memotest_pytest.attribute``)."""
+    from memotest_pytest import attribute
+
+    if attribute.watcher() is not None and attribute.watcher().EXECUTED:
+        attribute.watch_finalizers()
+        config.pluginmanager.register(attribute, "memotest-attribute")
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
         session.exitstatus = pytest.ExitCode.OK
