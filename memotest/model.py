@@ -179,6 +179,10 @@ class Trace:
     #: ``[qualified name, first line, check digest]`` (``worker/codes.py``,
     #: ``inputs/code.py``). None when the run could not tell.
     code: dict[str, list[list]] | None = None
+    #: With ``code``, when a test runner's plugin labelled the parts of the run (each
+    #: test): the code of the project's files each part executed
+    #: (``worker/code_watch.py``'s ``phase_report``). None otherwise.
+    phases: dict[str, object] | None = None
     #: Folders that a process other than the command's own (and the warm worker's)
     #: listed.
     listed_elsewhere: set[str] = field(default_factory=set)

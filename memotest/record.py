@@ -22,6 +22,7 @@ from memotest.inputs.registry import kind_of, refine
 from memotest.keys import TargetKey
 from memotest.model import Outcome, Target
 from memotest.observe import Ignore, observe
+from memotest.parts import parts_blob
 from memotest.rewritten import Before, rewritten_as_before
 from memotest.shaping import used
 from memotest.store import STORE_DIR, Record, Store, output_value
@@ -116,6 +117,7 @@ def make_record(
         tests_digest=(
             store.put_blob(encode_tests(outcome.tests)) if outcome.tests is not None else None
         ),
+        parts=parts_blob(trace, inputs, states, store) if trace.phases else None,
     )
 
 

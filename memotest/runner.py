@@ -80,9 +80,8 @@ class Runner:
         # The run's per-test results (memotest/testcases.py): in its own folder, so
         # never an input, an output nor shared with another run.
         results = os.path.join(work, "tests.jsonl")
-        env = dict(
-            env, TMPDIR=tmpdir, TMP=tmpdir, TEMP=tmpdir, **{SKIP_FILE: skip_file, RESULTS_ENV: results}
-        )
+        per_run = {SKIP_FILE: skip_file, RESULTS_ENV: results}
+        env = dict(env, TMPDIR=tmpdir, TMP=tmpdir, TEMP=tmpdir, **per_run)
         started = time.monotonic()
         try:
             with open(log_path, "wb") as log:

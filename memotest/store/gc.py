@@ -89,7 +89,7 @@ def evict(conn: sqlite3.Connection, blob_sizes: dict[str, int], max_bytes: int) 
     """Delete least recently used variants until the store, whose blobs take
     ``blob_sizes``, would take :data:`LOW_WATER` of ``max_bytes``; returns how many."""
     rows = conn.execute(
-        "SELECT id, log_digest, outputs, tests_digest FROM records ORDER BY last_used_ns, id"
+        "SELECT id, log_digest, outputs, tests_digest, parts FROM records ORDER BY last_used_ns, id"
     ).fetchall()
     if not rows:
         return 0
@@ -99,7 +99,8 @@ def evict(conn: sqlite3.Connection, blob_sizes: dict[str, int], max_bytes: int) 
     to_free = total - int(max_bytes * LOW_WATER)
     share = db_bytes(conn) // len(rows)  # a variant's share of the database
     named = [
-        set(records.named_blobs(log, json.loads(outs), tests)) for _id, log, outs, tests in rows
+        set(records.named_blobs(log, json.loads(outs), tests, parts))
+        for _id, log, outs, tests, parts in rows
     ]
     refs = Counter(d for blobs in named for d in blobs)
     doomed: list[tuple[int]] = []

@@ -97,6 +97,10 @@ class Record:
     #: The CAS blob of the run's per-test results (``memotest/testcases.py``: read with
     #: ``Store.read_blob`` and ``testcases.decode``), None when it reported none.
     tests_digest: str | None = None
+    #: The CAS blob of the code each test of the run depended on (a test runner's
+    #: plugin labelled them: ``memotest/parts.py``), or None. A record without it is
+    #: never run in part.
+    parts: str | None = None
     #: Which stored variant this is (the row's id), None for a record not read from a store.
     variant_id: int | None = field(default=None, compare=False)
 
@@ -108,7 +112,7 @@ class Record:
 _COLUMNS = (
     "name, recorder, def_hash, definition, env_hash, env, status, exit_code, duration, "
     "started_ns, finished_ns, cacheable, uncacheable_reason, inputs, writes, log_digest, outputs, "
-    "rewritten, shaping, tests_digest"
+    "rewritten, shaping, tests_digest, parts"
 )
 _SELECTED = "id, " + _COLUMNS
 
@@ -230,6 +234,7 @@ def _from_row(r: tuple[Any, ...], fps: FingerprintTable, variant_id: int) -> Rec
         rewritten=_decode_paths(r[17]),
         shaping=json.loads(r[18]),
         tests_digest=r[19],
+        parts=r[20],
     )
     if not (isinstance(rec.definition, dict) and isinstance(rec.outputs, dict)):
         raise TypeError("definition and outputs must be objects")
@@ -255,7 +260,7 @@ def insert(conn: sqlite3.Connection, record: Record, ids: Iterable[int], now_ns:
             conn.execute("DELETE FROM records WHERE id = ?", (vid,))
     cur = conn.execute(
         f"INSERT INTO records({_COLUMNS}, n_inputs, last_used_ns) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"VALUES ({', '.join('?' * (_COLUMNS.count(',') + 3))})",
         (
             record.name,
             record.recorder,
@@ -277,6 +282,7 @@ def insert(conn: sqlite3.Connection, record: Record, ids: Iterable[int], now_ns:
             _encode_paths(sorted(set(record.rewritten))),
             shaping,
             record.tests_digest,
+            record.parts,
             len(unique),
             now_ns,
         ),
@@ -297,14 +303,13 @@ def delete(conn: sqlite3.Connection, name: str) -> bool:
 
 
 def named_blobs(
-    log_digest: str | None, outputs: Mapping[str, str], tests_digest: str | None = None
+    log_digest: str | None, outputs: Mapping[str, str], *others: str | None
 ) -> Iterator[str]:
-    """The digests of the blobs a record names: its log's, its declared outputs' and its
-    per-test results'."""
+    """The digests of the blobs a record names: its log's, its declared outputs' and the
+    ``others`` (its per-test results', its per-test code map)."""
     if log_digest:
         yield log_digest
-    if tests_digest:
-        yield tests_digest
+    yield from (d for d in others if d)
     for value in outputs.values():
         yield split_output(value)[0]
 
@@ -313,11 +318,11 @@ def live_references(conn: sqlite3.Connection) -> tuple[set[int], set[str]]:
     """The fingerprint ids and the blob digests the stored records name (what GC keeps)."""
     fps: set[int] = set()
     blobs: set[str] = set()
-    for inputs, log_digest, outputs, tests_digest in conn.execute(
-        "SELECT inputs, log_digest, outputs, tests_digest FROM records"
+    for inputs, log_digest, outputs, tests_digest, parts in conn.execute(
+        "SELECT inputs, log_digest, outputs, tests_digest, parts FROM records"
     ):
         fps.update(_decode_ids(inputs))
-        blobs.update(named_blobs(log_digest, json.loads(outputs), tests_digest))
+        blobs.update(named_blobs(log_digest, json.loads(outputs), tests_digest, parts))
     return fps, blobs
 
 

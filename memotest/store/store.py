@@ -237,7 +237,9 @@ class Store(Housekeeping):
         """
         self._require_lock()
         self._puts += 1
-        for digest in records.named_blobs(record.log_digest, record.outputs, record.tests_digest):
+        for digest in records.named_blobs(
+            record.log_digest, record.outputs, record.tests_digest, record.parts
+        ):
             if not self.has_blob(digest):
                 raise StoreError(f"record {record.name!r} names blob {digest} not in the store")
         self._save_listing_names(record.inputs)

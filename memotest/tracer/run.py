@@ -176,6 +176,8 @@ class TracedRun:
         report = getattr(self.proc, "report", None)
         if isinstance(report, dict) and isinstance(report.get("code"), dict):
             trace.code = report["code"]
+            if isinstance(report.get("phases"), dict):
+                trace.phases = report["phases"]
         if isinstance(report, dict) and isinstance(report.get("listings"), dict):
             trace.listings = report["listings"]
         if isinstance(report, dict) and isinstance(report.get("sections"), list):

@@ -51,10 +51,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    record_results(config)
-
-
 def named_paths(config: pytest.Config) -> tuple[Path, ...] | None:
     """The paths pytest was given (or the one file ``--memotest-only`` names), absolute
     as pytest makes them; None with ``--pyargs``, none given, or one that does not exist."""
@@ -93,6 +89,17 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     if within(path, wanted) or any(path in w.parents for w in wanted):
         return None  # a named path, inside one, or on the way to one: pytest decides
     return True
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Each test's result (``memotest_pytest.results``); in a run that notes the code it
+    executes, which code each test ran too (``memotest_pytest.attribute``)."""
+    record_results(config)
+    from memotest_pytest import attribute
+
+    if attribute.watcher() is not None and attribute.watcher().EXECUTED:
+        attribute.watch_finalizers()
+        config.pluginmanager.register(attribute, "memotest-attribute")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
