@@ -11,13 +11,10 @@ Usage in a noxfile::
         session.install("pytest")          # runs as usual, every time
         session.run("pytest", "-q")        # memoized: replayed while its inputs hold
 
-Granularity: **one target per ``session.run`` call** (named ``nox:<session>:<n>``, ``n``
-counting the session's memoized runs). A session body is Python that nox executes in its
-own process, interleaving installs, ``session.run`` calls and logic that may depend on
-their output; each ``session.run`` is a separate process tree, which is exactly what the
-tracer can observe. So each call is memoized on its own: a session with a slow test run
-and a fast lint run re-runs only the one whose inputs changed, and installs are never part
-of a record (``session.install`` is not memoized; it runs as nox decides).
+Granularity: **one target per ``session.run`` call** (``nox:<session>:<n>``, ``n`` counting
+the session's memoized runs): each call is a process tree of its own, which the tracer can
+observe, so a session with a slow test run and a fast lint run re-runs only the one whose
+inputs changed; ``session.install`` is not memoized (it runs as nox decides).
 
 The key of a run: the resolved command (argv, the program's absolute path), its cwd, the
 session's environment (``session.env`` and the call's ``env=``: their names are passed and
