@@ -46,6 +46,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
+from memotest_pytest.walk import narrowed
+
 from memotest.config import DEFAULT_PASS_ENV, Settings, default_ignore
 from memotest.memo import MemoResult, run_memoized
 from memotest.model import SourceLocation, Target
@@ -113,15 +115,10 @@ class MemoizedSession:
     """A nox ``Session`` whose ``run`` is memoized; everything else is the session's."""
 
     def __init__(
-        self,
-        session: Any,
-        *,
-        root: Path,
-        extra: tuple[tuple[str, ...], tuple[str, ...]] = ((), ()),
+        self, session: Any, *, root: Path, extra: tuple[tuple[str, ...], ...] = ((), ())
     ) -> None:
-        object.__setattr__(self, "_session", session)
-        object.__setattr__(self, "_root", root)
-        object.__setattr__(self, "_extra", extra)
+        for name, value in (("_session", session), ("_root", root), ("_extra", extra)):
+            object.__setattr__(self, name, value)
         object.__setattr__(self, "_count", 0)
 
     def __getattr__(self, name: str) -> Any:
@@ -286,8 +283,9 @@ def _run(
                 "silence this message."
             )
 
-    # The key: the command, the session's variables (names passed, values hashed) and the
-    # interpreter of the venv (declared inputs, fingerprinted by content).
+    # The key: the command (a pytest one loads memotest_walk: memotest_pytest/walk.py), the
+    # session's variables (names passed, values hashed), the venv's interpreter (inputs).
+    argv, environ = narrowed([program, *args[1:]], environ)
     session_vars = {k for k, v in {**venv.env, **env}.items() if v is not None}
     settings = Settings(
         pass_env=tuple(dict.fromkeys((*DEFAULT_PASS_ENV, *sorted(session_vars), *extra_pass_env))),
@@ -295,7 +293,7 @@ def _run(
     )
     target = Target(
         name=name,
-        command=(program, *args[1:]),
+        command=tuple(argv),
         cwd=os.getcwd(),
         inputs=_interpreter_inputs(venv, bin_paths, environ.get("PATH")),
         source=where,

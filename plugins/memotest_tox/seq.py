@@ -14,13 +14,16 @@ the command sets (``commands_pre``, ``commands``, ``commands_post``), ``ignore_e
   tried again up to ``commands_retry`` times.
 - The executable is looked up on the env's ``PATH`` (relative entries from the cwd) and run
   by its full path, as tox does; one that cannot be started fails with its ``errno``.
+- A pytest command (``pytest ...``, ``python -m pytest ...``, ``coverage run -m pytest
+  ...``) gets ``-p memotest_walk`` (``memotest_pytest.walk``), so that the files pytest's
+  collection only walks past (``README.md``, ``CHANGES.md`` at the rootdir) are not inputs.
 
 Unkeyed variables (the random ``PYTHONHASHSEED``, the terminal size, the numbered path of
 the built package) reach this program through ``run_memoized``'s ``unkeyed_env``: passed,
 not part of the key.
 
-Keep the imports to the standard library: everything imported here is an input of every
-tox env's record.
+Keep the imports to the standard library (and ``memotest_pytest.walk``, which is): everything
+imported here is an input of every tox env's record.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from memotest_pytest.walk import narrowed
 
 SETS = ("commands_pre", "commands", "commands_post")
 EXEC_MODULE = "memotest_tox.exec"
@@ -77,8 +82,9 @@ def resolve(args: list[str], cwd: str, env: Mapping[str, str]) -> list[str]:
 def run_one(args: list[str], cwd: str, env: Mapping[str, str]) -> tuple[int, bool]:
     """Runs one command; returns its exit code (as a shell reports a signal: 128 + N) and
     whether it could be started at all."""
+    argv, env = narrowed(resolve(args, cwd, env), env)
     try:
-        proc = subprocess.Popen(resolve(args, cwd, env), cwd=cwd, env=dict(env))
+        proc = subprocess.Popen(argv, cwd=cwd, env=env)
     except OSError as exc:
         say(f"Exception running subprocess {exc}")
         return exc.errno or 1, False

@@ -1,0 +1,65 @@
+"""A pytest plugin that keeps pytest's collection from stat'ing the entries it walks past.
+
+memotest loads it into the pytest commands it memoizes for other tools (a tox env's
+``pytest ...`` or ``python -m pytest ...``, a nox session's ``session.run("pytest", ...)``):
+``memotest_pytest.walk`` adds ``-p memotest_walk`` to the command and this folder (which
+holds this one module) to ``PYTHONPATH``, since the env's Python may not have memotest
+installed. So it imports nothing but the standard library and pytest.
+
+Why: since pytest 8, ``pytest tests/test_a.py`` (or ``pytest tests``) makes a node for every
+entry of every folder from the rootdir down to the path given, stat'ing each one (and
+looking for ``ENTRY/pyvenv.cfg``, its virtualenv check), then keeps only the nodes on the
+way to the path and throws the others away uncollected. memotest fingerprints what a
+command stat'ed, so those stats would make ``README.md``, ``CHANGES.md`` and every other
+file at the rootdir an input of the env: editing them would re-run its tests although
+pytest only walked past them. Here ``pytest_ignore_collect`` answers "ignore" for an entry
+that is neither a path given, nor inside one, nor a folder on the way to one, before
+pytest's own check stats it: exactly the entries pytest would have thrown away. The
+folders are still listed, so an entry added or removed there is still seen.
+
+This is the walk part of ``memotest_pytest.narrow`` (memotest's own ``--pytest`` targets)
+and nothing else: exit codes, outputs and which tests run are pytest's own. It stands
+aside with ``--pyargs``, when a path given does not exist, with
+``MEMOTEST_PYTEST_NARROW=0`` in the environment, and on a pytest older than 7.0 (whose
+hook has another signature, and which does not walk the rootdir that way).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+#: ``MEMOTEST_PYTEST_NARROW=0``: collect as pytest does by itself.
+SWITCH = "MEMOTEST_PYTEST_NARROW"
+
+
+def given_paths(config: pytest.Config) -> tuple[Path, ...] | None:
+    """The paths pytest collects, absolute: those given, else its ``testpaths``, else the
+    current folder (nothing to narrow then); None when the walk must not be narrowed."""
+    if os.environ.get(SWITCH, "").strip().lower() in ("0", "off", "no", "false"):
+        return None
+    if config.getoption("pyargs", False) or not config.args:
+        return None
+    here = config.invocation_params.dir
+    paths = [Path(os.path.abspath(here / str(a).split("::", 1)[0])) for a in config.args]
+    return tuple(paths) if paths and all(p.exists() for p in paths) else None
+
+
+def on_the_way(path: Path, given: tuple[Path, ...]) -> bool:
+    """Whether ``path`` is a path given, inside one, or a folder on the way to one."""
+    return any(path == g or g in path.parents or path in g.parents for g in given)
+
+
+if int(pytest.__version__.split(".", 1)[0]) >= 7:
+    _GIVEN = pytest.StashKey["tuple[Path, ...] | None"]()  # a string: Python 3.8 envs
+
+    @pytest.hookimpl(tryfirst=True)  # before conftests' own, and before pytest's stats
+    def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+        if _GIVEN not in config.stash:
+            config.stash[_GIVEN] = given_paths(config)
+        given = config.stash[_GIVEN]
+        if given is None or on_the_way(Path(os.path.abspath(collection_path)), given):
+            return None  # pytest decides, as without this plugin
+        return True
