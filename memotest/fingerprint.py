@@ -9,8 +9,8 @@ What it takes of a path, by what the path is:
 
 ``FILE``
     xxh3-128 of the content, read in :data:`CHUNK_SIZE` chunks, then ``:MODE:NLINK``, its
-    permission bits and link count (``memotest/observable.py`` says why). When the path is
-    a symlink the link text is hashed with the content (re-pointing a link is a change).
+    permission bits and link count (``observable.py`` says why, ``inputs/file.py`` where
+    the count is dropped). A symlink's text is hashed with the content (re-pointing it counts).
 ``DIR``
     the permission bits, in octal; the link text if the path is a symlink (``link``).
 ``ABSENT``/``OTHER``

@@ -6,7 +6,9 @@ file, which the tracer cannot see, everything a ``stat`` does); ``readdir`` sees
 entries' names and types (``d_type``); ``readlink`` sees a link's text. So:
 
 - a file's digest is its content, permission bits and link count (:func:`file_digest`):
-  ``chmod -x`` of a script, a hard link made or broken;
+  ``chmod -x`` of a script, a hard link made or broken; the link count only where a
+  traced call could show it (``inputs/file.py``: a ``stat`` by path), else
+  :data:`NLINK_UNSEEN` in its place (:func:`without_nlink`);
 - a directory's is its permission bits (:func:`dir_digest`), and whether the path itself
   is a symbolic link is part of a ``dir`` or ``list`` fingerprint (its ``link``);
 - a listing's is its names and each entry's type letter (:func:`listing_digest`): a name
@@ -68,6 +70,24 @@ def file_digest(content: str, st: os.stat_result) -> str:
     link count: ``stat`` shows both, a script's executable bit, a hard link made or
     broken), in the clear so that ``explain`` can say which changed."""
     return f"{content}:{stat.S_IMODE(st.st_mode):o}:{st.st_nlink}"
+
+
+#: The link-count part of a file digest that does not hold the link count.
+NLINK_UNSEEN = "*"
+
+
+def without_nlink(digest: str) -> str:
+    """A :func:`file_digest` with its link count replaced by :data:`NLINK_UNSEEN`."""
+    head, sep, _nlink = digest.rpartition(":")
+    return f"{head}:{NLINK_UNSEEN}" if sep and ":" in head else digest
+
+
+def file_digest_holds(recorded: str, now: str) -> bool:
+    """Whether the file digest taken ``now`` matches a ``recorded`` one: equal, or equal
+    but for the link count where the recorded one does not hold it."""
+    if recorded == now:
+        return True
+    return recorded.endswith(":" + NLINK_UNSEEN) and without_nlink(now) == recorded
 
 
 def split_file_digest(digest: str) -> tuple[str, str | None]:

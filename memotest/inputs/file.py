@@ -8,6 +8,26 @@ an ``fstat`` of the open file shows); when the path is a symlink the link text i
 too, and the link is recorded, so that re-pointing a link is a change even when the new
 target has the same content.
 
+The link count is held only where the run could have seen it (:func:`nlink_seen`). A
+file's link count is the number of its names anywhere on the file system: uv installs a
+venv by hard-linking every file from its package cache, so the count of each installed
+file is the number of venvs on the machine sharing that cache entry, and creating or
+removing *any* of them moves it. The tracer sees a ``stat`` by path (``S``), not the
+``fstat`` of an open descriptor (every Python ``open`` makes one, and so does ``cat``):
+
+- a file the run stat'ed by path holds its link count (a test printing ``st_nlink``, a
+  backup tool counting names);
+- a file only opened, read, executed or mapped does not: reading the count through
+  ``fstat`` of a descriptor is out of reach, as its mtime is for the ``order`` kind;
+- a Python module or extension (``UNORDERED_SUFFIXES``) in an installed package's folder
+  (``site-packages``, ``dist-packages``) does not either: the import system stats every
+  module it finds and uses the size and mtime only, and those folders are what a package
+  manager hard-links. A test that stats an installed module for its link count is
+  replayed when only that count changed (``docs/limits.md``).
+
+Such a digest ends in ``:*`` (``observable.without_nlink``) and matches a file with any
+link count (``observable.file_digest_holds``); the content and mode still count.
+
 Its check is the no-op build's hot path: one ``lstat`` (cached for the build), and no
 hashing while the stat signature is the recorded one and was not racily clean.
 """
@@ -17,14 +37,27 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from memotest.fingerprint import OPEN_FLAGS, UNREADABLE, FileStates, Fingerprint, Refresh
 from memotest.inputs.base import InputKind, refresh, type_word
+from memotest.inputs.order import UNORDERED_SUFFIXES
 from memotest.model import Input, Kind, StatSig, Trace
-from memotest.observable import split_file_digest
+from memotest.observable import NLINK_UNSEEN, file_digest_holds, split_file_digest, without_nlink
 
 _S_ISREG = stat.S_ISREG
 _S_ISLNK = stat.S_ISLNK
+#: The folders of installed packages (``sysconfig``'s ``purelib``/``platlib``, Debian's).
+_UNSEEN = ":" + NLINK_UNSEEN
+INSTALLED = ("/site-packages/", "/dist-packages/")
+
+
+def nlink_seen(path: str, trace: Trace) -> bool:
+    """Whether the run could have seen the link count of the file at ``path``: it stat'ed
+    it by path, and it is not a module the import system stats in an installed package."""
+    if path not in trace.stats:
+        return False
+    return not (path.endswith(UNORDERED_SUFFIXES) and any(d in path for d in INSTALLED))
 
 
 class File(InputKind):
@@ -34,6 +67,14 @@ class File(InputKind):
         written = trace.writes | trace.deleted
         for group in (trace.reads, trace.stats, trace.execs, trace.loaded):
             yield from (path for path in group if path not in written)
+
+    def after_run(
+        self, path: str, states: FileStates, trace: Trace
+    ) -> tuple[Fingerprint, list[str]]:
+        now, why = super().after_run(path, states, trace)
+        if now.kind is Kind.FILE and not nlink_seen(path, trace):
+            now = replace(now, digest=without_nlink(now.digest))
+        return now, why
 
     def verify(
         self,
@@ -62,7 +103,8 @@ class File(InputKind):
             and (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns) == sig
             and max(st.st_mtime_ns, st.st_ctime_ns) < verified_ns - states.racy_window_ns
         ):
-            states.known_files[path] = (digest, sig, verified_ns, link)
+            if not digest.endswith(_UNSEEN):  # the build reuses full digests only
+                states.known_files[path] = (digest, sig, verified_ns, link)
             return True
         kf = states.known_files.get(path)
         if (
@@ -73,14 +115,14 @@ class File(InputKind):
         ):
             # Another fingerprint of this path was proven current by its signature: no
             # need to hash to know whether this one matches.
-            if kf[0] != digest:
+            if not file_digest_holds(digest, kf[0]):
                 return False
             return refresh(states, sig, verified_ns, StatSig(*kf[1]), kf[2])
         try:
             done = states.hash_file(path)
         except OSError:
             return False
-        if done.digest != digest:
+        if not file_digest_holds(digest, done.digest):
             return False
         states.known_files[path] = done
         return refresh(states, sig, verified_ns, done.sig, done.verified_ns)
@@ -109,11 +151,12 @@ class File(InputKind):
         now = states.stat(recorded.path) or st
         _content, meta = split_file_digest(recorded.digest)
         mode, nlink = f"{stat.S_IMODE(now.st_mode):o}", now.st_nlink
-        if meta is not None and meta != f"{mode}:{nlink}":
+        if meta is not None:
             was_mode, _, was_nlink = meta.partition(":")
             if was_mode != mode:
                 return f"mode changed from {was_mode} to {mode}"
-            return f"link count changed from {was_nlink} to {nlink}"
+            if was_nlink not in (str(nlink), NLINK_UNSEEN):
+                return f"link count changed from {was_nlink} to {nlink}"
         return "content changed"
 
 

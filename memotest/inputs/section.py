@@ -28,7 +28,7 @@ from memotest.fingerprint import FileStates, Fingerprint, Refresh
 from memotest.inputs.base import InputKind, read_file, refresh, regular_file, sig_holds, type_word
 from memotest.inputs.readers import UNPARSED, digest_of, reader_for
 from memotest.model import Input, Kind, Trace
-from memotest.observable import file_digest
+from memotest.observable import file_digest, file_digest_holds
 
 if TYPE_CHECKING:
     from memotest.store import Store
@@ -106,7 +106,9 @@ def as_section(fp: Fingerprint, trace: Trace) -> Fingerprint | None:
     except OSError:
         return None
     digest = reader.digest(data, fp.path)
-    if digest == UNPARSED or file_digest(xxhash.xxh3_128_hexdigest(data), st) != fp.digest:
+    if digest == UNPARSED or not file_digest_holds(
+        fp.digest, file_digest(xxhash.xxh3_128_hexdigest(data), st)
+    ):
         return None  # not what was fingerprinted, or memotest cannot parse it
     return Fingerprint(fp.path, Kind.SECTION, digest, fp.sig, fp.verified_ns)
 
