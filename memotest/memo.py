@@ -103,6 +103,9 @@ def run_memoized(
         config=config,
         environ=environ,
         force=force,
+        # A later command of the calling tool may read what this one wrote: replayed only
+        # while what it wrote and deleted is in place (memotest/inputs/effect.py).
+        effects=True,
     )
     remote = _remote(settings)
     if remote is not None:

@@ -238,6 +238,9 @@ class Kind(str, enum.Enum):
     #: the order of modification times among the files the run stat'ed: the digest names
     #: the CAS blob of those files from the oldest to the newest (``inputs/order.py``)
     ORDER = "order"
+    #: what a memoized command left at a path it wrote or deleted: the state after its
+    #: run, which a replay does not redo (``inputs/effect.py``)
+    EFFECT = "effect"
 
 
 @dataclass(frozen=True)

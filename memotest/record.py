@@ -6,17 +6,23 @@ Besides what the trace shows (``observe.py``), a result is not reusable when an 
 changed while the target ran (its mtime is not older than the run's start; each kind says
 what that means for it, ``memotest/inputs/``), when a file it read and then wrote is not
 as it was before the run (``rewritten.py``), or when a declared output is missing.
+
+A record made with ``effects`` (a memoized command: :func:`memotest.memo.run_memoized`)
+also holds what the run left at each path it wrote or deleted (:func:`effects`,
+``inputs/effect.py``), checked with the inputs: a replay redoes no write, so it is given
+only while they are in place.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from memotest import plugins
-from memotest.fingerprint import FileStates
+from memotest.fingerprint import FileStates, Fingerprint
+from memotest.inputs import effect
 from memotest.inputs.matches import declared
 from memotest.inputs.registry import kind_of, refine
 from memotest.keys import TargetKey
@@ -41,12 +47,15 @@ def make_record(
     root: Path,
     before: Mapping[str, Before] | None = None,
     services: Sequence[str] = (),
+    effects_in: Callable[[str], bool] | None = None,
 ) -> Record:
     """The record of a finished run: its inputs fingerprinted right after the run, its
     log, declared outputs and per-test results put into the store's CAS, and whether it
     may be reused.
     ``before``: the files the target's last record rewrote, fingerprinted before this run
-    (:func:`snapshot`). ``services``: the endpoints the user declared (``settings.services``)."""
+    (:func:`snapshot`). ``services``: the endpoints the user declared (``settings.services``).
+    ``effects_in``: record what the run left at the paths it wrote for which it is true
+    (:func:`effects`)."""
     assert outcome.trace is not None
     trace = outcome.trace
     if not isinstance(ignore, Ignore):
@@ -93,6 +102,11 @@ def make_record(
                 outputs[rel] = output_value(store.put_file(path), executable)
             else:
                 why.append(f"declared output {rel} was not created")
+    parts = parts_blob(trace, inputs, states, store) if trace.phases else None
+    if effects_in is not None:
+        done, cannot = effects([p for p in obs.writes if effects_in(p)], target, states)
+        inputs.extend(done)
+        why.extend(cannot)
     return Record(
         name=target.name,
         status=outcome.status,
@@ -117,8 +131,29 @@ def make_record(
         tests_digest=(
             store.put_blob(encode_tests(outcome.tests)) if outcome.tests is not None else None
         ),
-        parts=parts_blob(trace, inputs, states, store) if trace.phases else None,
+        parts=parts,
     )
+
+
+def effects(
+    writes: Sequence[str], target: Target, states: FileStates
+) -> tuple[list[Fingerprint], list[str]]:
+    """What the run left at each path it wrote or deleted (``writes``: the trace's under the
+    roots, without the store, the run's own ``TMPDIR``, its scratch folders and the ignored
+    paths, such as ``__pycache__`` and ``.pytest_cache``, which no replay has to leave in
+    place), but its declared outputs, which a replay restores; and why the result may not
+    be reused (a written path that cannot be read)."""
+    outputs = {os.path.normpath(os.path.join(target.cwd, rel)) for rel in target.outputs}
+    out: list[Fingerprint] = []
+    why: list[str] = []
+    for path in writes:
+        if path in outputs:
+            continue
+        try:
+            out.append(effect.after_run(path, states))
+        except OSError as exc:
+            why.append(f"cannot fingerprint what it wrote at {path}: {exc.strerror or exc}")
+    return out, why
 
 
 def _links_into_kernel_fs(path: str, states: FileStates) -> bool:

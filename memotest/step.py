@@ -77,6 +77,7 @@ class Step:
         config: Config,
         environ: Mapping[str, str] | None = None,
         force: bool = False,
+        effects: bool = False,
     ) -> None:
         self.root = root
         self.settings = settings
@@ -85,6 +86,9 @@ class Step:
         self.config = config
         self.environ = os.environ if environ is None else environ
         self.force = force
+        #: Whether records hold what each run left at the paths it wrote under the roots
+        #: (:func:`memotest.record.effects`): a memoized command's (``run_memoized``).
+        self.effects = effects
         #: The roots records and keys are relative to (:mod:`memotest.roots`).
         self.roots = roots_of(root, settings.roots)
         self.env = keymod.env_key(settings, self.environ, self.roots)  # the same for all
@@ -219,6 +223,7 @@ class Step:
                 root=self.root,
                 before=before,
                 services=self.settings.services,
+                effects_in=self._in_roots if self.effects else None,
             )
             store.put(rec)
             if self.uploader is not None:
@@ -230,6 +235,11 @@ class Step:
         if not rec.cacheable and outcome.status == "passed":
             result.note = f"not cached: {rec.uncacheable_reason}"
         return result
+
+    def _in_roots(self, path: str) -> bool:
+        """Whether ``path`` is under the project or another root (``settings.roots``): the
+        tree the calling tool's commands share, whose writes a record's effects hold."""
+        return self.roots.portable(path) != path
 
     def report(self, target: Target, result: TargetResult) -> None:
         """``memotest_after_target`` for ``target``'s result (:meth:`report_to`)."""

@@ -17,6 +17,7 @@ from memotest.fingerprint import FileStates, Fingerprint, Refresh
 from memotest.inputs import (
     absent,
     code,
+    effect,
     entries,
     file,
     listing,
@@ -44,6 +45,7 @@ KINDS: tuple[InputKind, ...] = (
     section.KIND,
     matches.KIND,
     order.KIND,  # last: the files no finer kind took
+    effect.KIND,  # only recorded by memoized commands (record.effects), never refined
 )
 _BY_NAME: dict[str, InputKind] = {k.kind.value: k for k in KINDS}
 
