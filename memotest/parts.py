@@ -38,7 +38,7 @@ def parts_blob(
     trace: Trace, inputs: Sequence[Fingerprint], states: FileStates, store: Store
 ) -> str | None:
     """The digest of the CAS blob of ``trace``'s parts (None when the run labelled
-    none): ``{"tag", "order", "global", "parts": {label: {path: [key, ...]}}, "trees":
+    none): ``{"tag", "order", "global", "peeked", "parts": {label: {path: [key, ...]}}, "trees":
     {path: {key: digest}}, "unmapped": [path, ...], "openers": {path: [file, ...]}}``."""
     phases: Any = trace.phases
     if not isinstance(phases, dict) or not isinstance(phases.get("parts"), dict):
@@ -96,6 +96,7 @@ def parts_blob(
     blob = {
         "tag": cache_tag(),
         "global": keys(phases.get("global")),
+        "peeked": keys(phases.get("peeked")),
         "order": [label for label in phases["parts"]],
         "parts": {label: keys(entries) for label, entries in phases["parts"].items()},
         "openers": phases.get("openers") or {},
