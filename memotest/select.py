@@ -11,8 +11,8 @@ can be run in part. :func:`decide` says which tests, from the record that failed
   :data:`BENIGN_OPENERS`), that still compiles, that nothing else of the run opened or
   stat'ed, and none of whose code that ran at import or collection changed (a module or
   class body, a decorator, a parametrization: all in the module's digest);
-* the tests to run: those whose part names a changed code object, those that did not pass
-  last time, and (shared state flows forward) every test after the first of those, in the
+* the tests to run: those whose part names a changed code object, those that failed or
+  errored last time (a skip or an xfail is an outcome of the code, as a pass is), and (shared state flows forward) every test after the first of those, in the
   recorded order; tests the run collects that the record does not know run too.
 
 Anything else (a data file, a changed import-time body, a file no test's code accounts
@@ -107,7 +107,7 @@ def decide(rec: Record, key: TargetKey, states: FileStates, store: Store) -> Sel
         if hit:
             why[test] = f"{hit[0].rsplit('#', 1)[0]} changed"
     for t in old:
-        if t.outcome != "passed" and t.id not in why:
+        if t.failing and t.id not in why:
             why[t.id] = f"{t.outcome} last time"
     first = next((i for i, t in enumerate(order) if t in why), len(order))
     run = order[first:]

@@ -101,7 +101,8 @@ class Step:
         self.shaping = granted(settings, code_level=code_level)
         #: ``--select tests``: a stale test file runs only the tests whose result could
         #: have changed (:mod:`memotest.select`); per target about to run so, which.
-        self.select_tests = code_level and getattr(config.options, "select", None) == "tests"
+        choice = getattr(config.options, "select", None) or settings.select
+        self.select_tests = code_level and choice == "tests"
         self.selections: dict[str, Selection] = {}
         #: Per target about to run: the files its last run rewrote, as they were before.
         self.before: dict[str, dict[str, Before]] = {}

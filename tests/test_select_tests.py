@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import build_statuses, write_tree
+from conftest import build_statuses, memotest, write_tree
 
 from memotest.store import Store
 
@@ -117,8 +117,6 @@ def test_each_test_is_mapped_to_the_code_it_and_its_fixtures_ran(tmp_path):
 def build(proj: Path, *args: str) -> tuple[str, str, dict[str, tuple[str, bool]]]:
     """``build --pytest ARGS`` with a JSON report: the output, the target's status, and
     each test's outcome and whether it was replayed (``cached``)."""
-    from conftest import memotest
-
     report = proj.parent / "report.json"
     proc = memotest("build", "--pytest", "--json-report", str(report), *args, cwd=proj)
     out = proc.stdout.decode() + proc.stderr.decode()
@@ -147,6 +145,8 @@ def test_a_function_edit_runs_the_tests_that_ran_it_and_replays_the_others(tmp_p
     out, status, tests = build(proj, *SELECT)
     assert status == "passed" and ran(tests) == ["test_1", "test_2", "test_3", "test_4"], out
     edit(proj, "pkg/helpers.py", 'resource["value"] += 1', 'resource["value"] += 2 - 1')
+    said = memotest("explain", "--pytest", *SELECT, T, cwd=proj).stdout.decode()
+    assert "would run 2 of 4 tests: test_3 (bump changed), test_4 (after test_3);" in said
     out, status, tests = build(proj, *SELECT)
     # bump ran in test_3 only; test_4 comes after it (shared state flows forward).
     assert status == "passed" and ran(tests) == ["test_3", "test_4"], out

@@ -88,7 +88,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         choices=("tests", "files"),
         default=None,
         help="tests: a stale test file runs only the tests whose result could have changed "
-        "and replays the others' outcomes (memotest/select.py); files (the default): whole",
+        "and replays the others' outcomes (memotest/select.py); files: whole (the default, "
+        "or settings.select)",
     )
     p.add_argument(
         "--whole-files",
