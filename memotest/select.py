@@ -12,8 +12,9 @@ can be run in part. :func:`decide` says which tests, from the record that failed
   stat'ed, and none of whose code that ran at import or collection changed (a module or
   class body, a decorator, a parametrization: all in the module's digest);
 * the tests to run: those whose part names a changed code object, those that failed or
-  errored last time (a skip or an xfail is an outcome of the code, as a pass is), and (shared state flows forward) every test after the first of those, in the
-  recorded order; tests the run collects that the record does not know run too.
+  errored last time (a skip or an xfail is an outcome of the code, as a pass is), and
+  (shared state flows forward) every test after the first of those, in the recorded
+  order; tests the run collects that the record does not know run too.
 
 Anything else (a data file, a changed import-time body, a file no test's code accounts
 for, a record of another key) runs the whole file (None). The ids travel in the run's
