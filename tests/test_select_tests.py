@@ -245,3 +245,31 @@ def test_whole_files_and_the_default_run_whole_files(tmp_path):
     edit(proj, "pkg/helpers.py", "+= 2 - 1", "+= 3 - 2")
     out, status, tests = build(proj, *SELECT, "--whole-files")
     assert status == "passed" and len(ran(tests)) == 4, out
+
+
+SUBPROCESS_TESTS = """
+import subprocess
+import sys
+
+from pkg import helpers
+
+
+def test_sub():
+    code = "from pkg import helpers; assert helpers.only_two() == 2"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_in():
+    helpers.only_two()
+"""
+
+
+def test_code_another_process_ran_runs_the_whole_file(tmp_path):
+    proj = project(tmp_path)
+    (proj / "tests/test_x.py").write_text(SUBPROCESS_TESTS)
+    out, status, tests = build(proj, *SELECT)
+    assert status == "passed", out
+    # only_two ran in test_in's part, and in test_sub's subprocess, where no map sees it.
+    edit(proj, "pkg/helpers.py", "return 2", "return 3")
+    out, status, tests = build(proj, *SELECT)
+    assert status == "failed" and tests["test_sub"] == ("failed", False), out
