@@ -224,14 +224,19 @@ def test_b():
 """
 
 
-def test_an_order_dependent_pair_runs_together(tmp_path):
+def only_two_returns_3(tmp_path: Path, tests: str) -> tuple[str, str, dict]:
+    """The test file ``tests`` built, then built again once ``only_two`` returns 3."""
     proj = project(tmp_path)
-    (proj / "tests/test_x.py").write_text(ORDER_TESTS)
-    out, status, tests = build(proj, *SELECT)
+    (proj / "tests/test_x.py").write_text(tests)
+    out, status, _ = build(proj, *SELECT)
     assert status == "passed", out
-    # only_two runs in test_a only; test_b's outcome depends on what test_a left.
     edit(proj, "pkg/helpers.py", "return 2", "return 3")
-    out, status, tests = build(proj, *SELECT)
+    return build(proj, *SELECT)
+
+
+def test_an_order_dependent_pair_runs_together(tmp_path):
+    # only_two runs in test_a only; test_b's outcome depends on what test_a left.
+    out, status, tests = only_two_returns_3(tmp_path, ORDER_TESTS)
     assert status == "failed" and ran(tests) == ["test_a", "test_b"], out
     assert tests["test_b"] == ("failed", False)
 
@@ -265,11 +270,6 @@ def test_in():
 
 
 def test_code_another_process_ran_runs_the_whole_file(tmp_path):
-    proj = project(tmp_path)
-    (proj / "tests/test_x.py").write_text(SUBPROCESS_TESTS)
-    out, status, tests = build(proj, *SELECT)
-    assert status == "passed", out
     # only_two ran in test_in's part, and in test_sub's subprocess, where no map sees it.
-    edit(proj, "pkg/helpers.py", "return 2", "return 3")
-    out, status, tests = build(proj, *SELECT)
+    out, status, tests = only_two_returns_3(tmp_path, SUBPROCESS_TESTS)
     assert status == "failed" and tests["test_sub"] == ("failed", False), out
