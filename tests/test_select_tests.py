@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import build_statuses, memotest, write_tree
 
 from memotest.store import Store
@@ -273,3 +274,28 @@ def test_code_another_process_ran_runs_the_whole_file(tmp_path):
     # only_two ran in test_in's part, and in test_sub's subprocess, where no map sees it.
     out, status, tests = only_two_returns_3(tmp_path, SUBPROCESS_TESTS)
     assert status == "failed" and tests["test_sub"] == ("failed", False), out
+
+
+EARLIER_STATE_TESTS = """
+from pkg import helpers
+
+SEEN = []
+
+
+def test_a():
+    SEEN.append(1)
+
+
+def test_b():
+    assert helpers.only_two() + len(SEEN) == 3
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not closed (docs/limits.md, running part of a test file): test_a does not run, "
+    "so test_b sees other state than in a whole run; why --select tests is opt-in",
+)
+def test_state_an_earlier_unrun_test_leaves(tmp_path):
+    out, status, _ = only_two_returns_3(tmp_path, EARLIER_STATE_TESTS)
+    assert status == "failed", out  # as the whole file fails: 3 + 1 != 3
