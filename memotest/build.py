@@ -138,6 +138,7 @@ class Build:
                 while queue.ready and self.runner.can_start(queue.ready[0]):
                     target = queue.ready.pop(0)
                     self.step.snapshot(target, queue.records.get(target.name))
+                    self.step.choose(target, self.verdicts.get(target.name), self.store)
                     self.runner.start(target)
                 if self.runner.busy:
                     names = self.runner.names()

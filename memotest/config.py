@@ -98,6 +98,9 @@ class Settings:
     remote: str | None = None
     #: Seconds to wait for the remote to connect and to answer each request.
     remote_timeout: float | None = None
+    #: ``"tests"``: a stale test file runs only the tests whose result could have changed
+    #: (:mod:`memotest.select`); ``"files"``: whole. ``build --select`` wins over it.
+    select: str = "files"
 
 
 @dataclass

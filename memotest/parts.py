@@ -14,7 +14,8 @@ the file was when the run's inputs were fingerprinted (``trees``: with line numb
 functions, the bodies as ``code`` inputs take them), so that a later build can tell
 which of them changed, by compiling the file again, whatever kind of input the file is in
 the record. A file whose code the run executed but which cannot be mapped so (it changed
-since, it does not compile, a code object is not in it) is listed in ``unmapped``: a
+since, it does not compile, a code object is not in it, another process read it) is
+listed in ``unmapped``: a
 change to it can never be confined to functions. What uses the blob is the plugin's
 (``memotest_pytest/selection.py``).
 """
@@ -38,7 +39,7 @@ def parts_blob(
     trace: Trace, inputs: Sequence[Fingerprint], states: FileStates, store: Store
 ) -> str | None:
     """The digest of the CAS blob of ``trace``'s parts (None when the run labelled
-    none): ``{"tag", "order", "global", "parts": {label: {path: [key, ...]}}, "trees":
+    none): ``{"tag", "order", "global", "peeked", "parts": {label: {path: [key, ...]}}, "trees":
     {path: {key: digest}}, "unmapped": [path, ...], "openers": {path: [file, ...]}}``."""
     phases: Any = trace.phases
     if not isinstance(phases, dict) or not isinstance(phases.get("parts"), dict):
@@ -96,10 +97,14 @@ def parts_blob(
     blob = {
         "tag": cache_tag(),
         "global": keys(phases.get("global")),
+        "peeked": keys(phases.get("peeked")),
         "order": [label for label in phases["parts"]],
         "parts": {label: keys(entries) for label, entries in phases["parts"].items()},
         "openers": phases.get("openers") or {},
     }
+    # A file another process read (a subprocess running the project's code) may have
+    # run code no part shows: a change to it is never confined to some tests.
+    unmapped.update(p for p in trees if p in trace.read_elsewhere)
     blob["trees"] = {p: t for p, t in trees.items() if p not in unmapped}
     blob["unmapped"] = sorted(unmapped)
     return store.put_blob(json.dumps(blob, sort_keys=True).encode())

@@ -38,6 +38,9 @@ class TargetResult:
     #: The outcome of each test the target ran (``memotest/testcases.py``; ``cached`` on
     #: a replay), None when it reported none.
     tests: list[TestOutcome] | None = None
+    #: ``--select tests``: how many of its tests the run ran, of how many (the others'
+    #: outcomes replayed: :mod:`memotest.select`), or None when it ran them all.
+    selected: tuple[int, int] | None = None
 
 
 @dataclass

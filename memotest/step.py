@@ -36,6 +36,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -53,6 +54,7 @@ from memotest.report import TargetResult
 from memotest.rewritten import Before, snapshot
 from memotest.roots import of as roots_of
 from memotest.runner import Runner
+from memotest.select import Selection, decide, merge_record, merge_tests
 from memotest.shaping import granted
 from memotest.store import STORE_DIR, Record, Store, StoreError
 from memotest.testcases import TestOutcome
@@ -101,6 +103,11 @@ class Step:
         )
         #: What may shape this build's records (:mod:`memotest.shaping`).
         self.shaping = granted(settings, code_level=code_level)
+        #: ``--select tests``: a stale test file runs only the tests whose result could
+        #: have changed (:mod:`memotest.select`); per target about to run so, which.
+        choice = getattr(config.options, "select", None) or settings.select
+        self.select_tests = code_level and choice == "tests"
+        self.selections: dict[str, Selection] = {}
         #: Per target about to run: the files its last run rewrote, as they were before.
         self.before: dict[str, dict[str, Before]] = {}
         #: Per fresh target that could not be replayed: why (it runs instead).
@@ -149,6 +156,27 @@ class Step:
             with contextlib.suppress(StoreError, OSError):
                 store.mark_used(used)
 
+    def choose(self, target: Target, verdict: Verdict | None, store: Store | None) -> None:
+        """Before a stale ``target`` runs: with ``--select tests``, which of its tests
+        (:func:`memotest.select.decide`; all when that is not confined to some)."""
+        self.selections.pop(target.name, None)
+        sel = self.selection(target, verdict, store)
+        if sel is not None:
+            self.selections[target.name] = sel
+
+    def selection(
+        self, target: Target, verdict: Verdict | None, store: Store | None
+    ) -> Selection | None:
+        """The tests of ``target`` a run would run (None: all of them)."""
+        if not self.select_tests or store is None or not isinstance(verdict, Stale):
+            return None
+        if verdict.kind not in ("input", "failed") or verdict.record is None:
+            return None
+        try:
+            return decide(verdict.record, self.key(target), self.states, store)
+        except (StoreError, OSError, ValueError):
+            return None
+
     def snapshot(self, target: Target, last: Record | None) -> None:
         """Before ``target`` runs: what its last run rewrote, as it is now."""
         self.before[target.name] = snapshot(last, self.states)
@@ -165,6 +193,9 @@ class Step:
         faults.inject("before")
         env = keymod.run_environ(target, self.settings, self.environ)
         env.update(unkeyed_env or {})
+        sel = self.selections.get(target.name)
+        if sel is not None:
+            env.update(sel.env())
         plugins.call("memotest_before_target", config=self.config, target=target, env=env)
         attempts = FLAKY_ATTEMPTS if "flaky" in target.tags else 1
         outcome = self.runner.run(target, env, tee=tee)
@@ -189,6 +220,10 @@ class Step:
         reason = verdict.reason if isinstance(verdict, Stale) else None
         reason = self.unreplayable.pop(target.name, reason)
         before = self.before.pop(target.name, None)
+        sel = self.selections.pop(target.name, None)
+        tests = outcome.tests
+        if sel is not None and tests is not None:
+            tests = merge_tests(sel, tests)
         result = TargetResult(
             target.name,
             outcome.status,
@@ -197,8 +232,10 @@ class Step:
             reason=outcome.error or outcome.skip_reason or reason,
             log=outcome.log,
             flaky=outcome.attempts > 1 and outcome.status == "passed",
-            tests=outcome.tests,
+            tests=tests,
         )
+        if sel is not None and outcome.tests is not None:
+            result.selected = (len(outcome.tests), len(tests or ()))
         if outcome.fault is not None:
             result.note = faults.note(
                 self.root, f"reading the trace of {target.name}", outcome.fault
@@ -225,6 +262,8 @@ class Step:
                 services=self.settings.services,
                 effects_in=self._in_roots if self.effects else None,
             )
+            if sel is not None:
+                rec = self.merged(sel, rec, store)
             store.put(rec)
             if self.uploader is not None:
                 self.uploader(store, key, rec)
@@ -240,6 +279,16 @@ class Step:
         """Whether ``path`` is under the project or another root (``settings.roots``): the
         tree the calling tool's commands share, whose writes a record's effects hold."""
         return self.roots.portable(path) != path
+
+    def merged(self, sel: Selection, rec: Record, store: Store) -> Record:
+        """The record of a partial run made whole (:func:`memotest.select.merge_record`);
+        one that cannot be is not reusable, saying why."""
+        merged, why = merge_record(sel, rec, self.states, store)
+        if why is None:
+            return merged
+        why = f"a partial run could not be merged: {why}"
+        reasons = "; ".join(r for r in (rec.uncacheable_reason, why) if r)
+        return replace(rec, cacheable=False, uncacheable_reason=reasons)
 
     def report(self, target: Target, result: TargetResult) -> None:
         """``memotest_after_target`` for ``target``'s result (:meth:`report_to`)."""

@@ -16,6 +16,16 @@ CASES = {
     """,
         ":4: target 'a': unknown key 'comand' (did you mean 'command'?)",
     ),
+    "select-value": (
+        """
+        [settings]
+        select = "test"
+
+        [targets.a]
+        command = "true"
+    """,
+        'select must be "tests" or "files"',
+    ),
     "wrong-type": (
         """
         [targets.a]

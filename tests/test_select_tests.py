@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import build_statuses, write_tree
+import pytest
+from conftest import build_statuses, memotest, write_tree
 
 from memotest.store import Store
 
@@ -109,3 +110,192 @@ def test_each_test_is_mapped_to_the_code_it_and_its_fixtures_ran(tmp_path):
     assert "<module>" in {k.rsplit("#", 1)[0] for k in blob["global"][str(proj / helpers)]}
     assert not blob["unmapped"]
     assert str(proj / "tests/test_x.py") in blob["trees"]
+
+
+# -- selection (memotest/select.py): --select tests ----------------------------------------
+
+
+def build(proj: Path, *args: str) -> tuple[str, str, dict[str, tuple[str, bool]]]:
+    """``build --pytest ARGS`` with a JSON report: the output, the target's status, and
+    each test's outcome and whether it was replayed (``cached``)."""
+    report = proj.parent / "report.json"
+    proc = memotest("build", "--pytest", "--json-report", str(report), *args, cwd=proj)
+    out = proc.stdout.decode() + proc.stderr.decode()
+    doc = json.loads(report.read_text())
+    target = next(t for t in doc["targets"] if t["name"] == T)
+    tests = {t["id"].rsplit("::", 1)[-1]: (t["status"], t["cached"]) for t in target["tests"]}
+    return out, target["status"], tests
+
+
+def edit(proj: Path, rel: str, old: str, new: str) -> None:
+    path = proj / rel
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new))
+
+
+def ran(tests: dict[str, tuple[str, bool]]) -> list[str]:
+    return sorted(name for name, (_, cached) in tests.items() if not cached)
+
+
+SELECT = ("--select", "tests")
+
+
+def test_a_function_edit_runs_the_tests_that_ran_it_and_replays_the_others(tmp_path):
+    proj = project(tmp_path)
+    out, status, tests = build(proj, *SELECT)
+    assert status == "passed" and ran(tests) == ["test_1", "test_2", "test_3", "test_4"], out
+    edit(proj, "pkg/helpers.py", 'resource["value"] += 1', 'resource["value"] += 2 - 1')
+    said = memotest("explain", "--pytest", *SELECT, T, cwd=proj).stdout.decode()
+    assert "would run 2 of 4 tests: test_3 (bump changed), test_4 (after test_3);" in said
+    out, status, tests = build(proj, *SELECT)
+    # bump ran in test_3 only; test_4 comes after it (shared state flows forward).
+    assert status == "passed" and ran(tests) == ["test_3", "test_4"], out
+    assert tests["test_1"] == ("passed", True) and tests["test_2"] == ("passed", True)
+    assert "(2 of 4 tests run)" in out, out
+    out, status, tests = build(proj, *SELECT)
+    assert status == "cached" and ran(tests) == [], out  # the merged record holds
+    # The fixture-closure rule, across the merged record: the session fixture ran in
+    # test_1's setup (replayed last time); editing its code runs test_1 on.
+    edit(proj, "pkg/helpers.py", 'return {"value": 41}', 'return {"value": 40 + 1}')
+    out, status, tests = build(proj, *SELECT)
+    assert status == "passed" and ran(tests) == ["test_1", "test_2", "test_3", "test_4"], out
+
+
+def test_a_test_file_function_edit_runs_that_test_on(tmp_path):
+    proj = project(tmp_path)
+    build(proj, *SELECT)
+    edit(proj, "tests/test_x.py", "helpers.only_two() == 2", "helpers.only_two() == 1 + 1")
+    out, status, tests = build(proj, *SELECT)
+    assert status == "passed" and ran(tests) == ["test_2", "test_3", "test_4"], out
+    assert tests["test_1"] == ("passed", True)
+
+
+def test_an_import_time_change_runs_the_whole_file(tmp_path):
+    proj = project(tmp_path)
+    build(proj, *SELECT)
+    edit(proj, "pkg/helpers.py", "def only_two", "LIMIT = 3\n\n\ndef only_two")
+    out, status, tests = build(proj, *SELECT)
+    assert status == "passed" and ran(tests) == ["test_1", "test_2", "test_3", "test_4"], out
+    assert "tests run)" not in out
+
+
+def test_new_and_failed_tests_run(tmp_path):
+    proj = project(tmp_path)
+    build(proj, *SELECT)
+    edit(proj, "tests/test_x.py", 'request.getfixturevalue("resource")["value"] == 42', "0")
+    out, status, tests = build(proj, *SELECT)
+    assert status == "failed" and ran(tests) == ["test_4"], out
+    assert tests["test_4"] == ("failed", False)
+    out, status, tests = build(proj, *SELECT)  # nothing changed: the failed test again
+    assert status == "failed" and ran(tests) == ["test_4"], out
+    # A new test changes the module's body: the whole file, the new test included.
+    edit(proj, "tests/test_x.py", "def test_4", "def test_5():\n    pass\n\n\ndef test_4")
+    out, status, tests = build(proj, *SELECT)
+    assert ran(tests) == ["test_1", "test_2", "test_3", "test_4", "test_5"], out
+
+
+def test_a_reparametrized_test_runs(tmp_path):
+    proj = project(tmp_path)
+    edit(
+        proj,
+        "tests/test_x.py",
+        "def test_2()",
+        "import pytest\n\n\n@pytest.mark.parametrize('n', [1])\ndef test_2(n)",
+    )
+    out, status, tests = build(proj, *SELECT)
+    assert status == "passed", out
+    edit(proj, "tests/test_x.py", "[1]", "[1, 2]")
+    out, status, tests = build(proj, *SELECT)
+    assert {"test_2[1]", "test_2[2]"} <= set(ran(tests)), out
+
+
+ORDER_TESTS = """
+from pkg import helpers
+
+SEEN = []
+
+
+def test_a():
+    SEEN.append(helpers.only_two())
+
+
+def test_b():
+    assert SEEN == [2]
+"""
+
+
+def only_two_returns_3(tmp_path: Path, tests: str) -> tuple[str, str, dict]:
+    """The test file ``tests`` built, then built again once ``only_two`` returns 3."""
+    proj = project(tmp_path)
+    (proj / "tests/test_x.py").write_text(tests)
+    out, status, _ = build(proj, *SELECT)
+    assert status == "passed", out
+    edit(proj, "pkg/helpers.py", "return 2", "return 3")
+    return build(proj, *SELECT)
+
+
+def test_an_order_dependent_pair_runs_together(tmp_path):
+    # only_two runs in test_a only; test_b's outcome depends on what test_a left.
+    out, status, tests = only_two_returns_3(tmp_path, ORDER_TESTS)
+    assert status == "failed" and ran(tests) == ["test_a", "test_b"], out
+    assert tests["test_b"] == ("failed", False)
+
+
+def test_whole_files_and_the_default_run_whole_files(tmp_path):
+    proj = project(tmp_path)
+    build(proj)
+    edit(proj, "pkg/helpers.py", 'resource["value"] += 1', 'resource["value"] += 2 - 1')
+    out, status, tests = build(proj)
+    assert status == "passed" and len(ran(tests)) == 4, out
+    edit(proj, "pkg/helpers.py", "+= 2 - 1", "+= 3 - 2")
+    out, status, tests = build(proj, *SELECT, "--whole-files")
+    assert status == "passed" and len(ran(tests)) == 4, out
+
+
+SUBPROCESS_TESTS = """
+import subprocess
+import sys
+
+from pkg import helpers
+
+
+def test_sub():
+    code = "from pkg import helpers; assert helpers.only_two() == 2"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_in():
+    helpers.only_two()
+"""
+
+
+def test_code_another_process_ran_runs_the_whole_file(tmp_path):
+    # only_two ran in test_in's part, and in test_sub's subprocess, where no map sees it.
+    out, status, tests = only_two_returns_3(tmp_path, SUBPROCESS_TESTS)
+    assert status == "failed" and tests["test_sub"] == ("failed", False), out
+
+
+EARLIER_STATE_TESTS = """
+from pkg import helpers
+
+SEEN = []
+
+
+def test_a():
+    SEEN.append(1)
+
+
+def test_b():
+    assert helpers.only_two() + len(SEEN) == 3
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not closed (docs/limits.md, running part of a test file): test_a does not run, "
+    "so test_b sees other state than in a whole run; why --select tests is opt-in",
+)
+def test_state_an_earlier_unrun_test_leaves(tmp_path):
+    out, status, _ = only_two_returns_3(tmp_path, EARLIER_STATE_TESTS)
+    assert status == "failed", out  # as the whole file fails: 3 + 1 != 3

@@ -113,6 +113,8 @@ class TerminalReporter:
         if r.flaky:
             label += " (flaky)"
         line = f"[{self.done}/{self.total}] {label} {r.name}"
+        if r.selected is not None:
+            line += f" ({r.selected[0]} of {r.selected[1]} tests run)"
         if r.status != "skipped":
             line += f" {_fmt_time(r.duration)}"
         shown = (

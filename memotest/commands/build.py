@@ -84,6 +84,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "libraries earlier runs imported",
     )
     p.add_argument(
+        "--select",
+        choices=("tests", "files"),
+        default=None,
+        help="tests: a stale test file runs only the tests whose result could have changed "
+        "and replays the others' outcomes (memotest/select.py); files: whole (the default, "
+        "or settings.select)",
+    )
+    p.add_argument(
         "--whole-files",
         action="store_true",
         help="fingerprint every Python file whole, every listed folder by all its entries, "

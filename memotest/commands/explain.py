@@ -12,6 +12,7 @@ from memotest.model import Target
 from memotest.observe import file_states
 from memotest.plan import Fresh, Stale, plan
 from memotest.roots import of as roots_of
+from memotest.select import decide
 from memotest.shaping import granted
 
 
@@ -24,6 +25,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "entries gained or lost), the environment variable, or the definition field.",
     )
     p.add_argument("targets", nargs="+", metavar="TARGET")
+    p.add_argument(
+        "--select",
+        choices=("tests", "files"),
+        default=None,
+        help="tests: say which tests of a stale test file would run, and why",
+    )
     add_file_option(p)
     plugins.call("memotest_addoption", parser=p, pluginmanager=plugins.manager())
     p.set_defaults(run=run)
@@ -51,15 +58,27 @@ def explain(config: plugins.Config) -> int:
         keys = {
             t.name: target_key(t, project.settings, shaping=shaping, roots=roots) for t in targets
         }
-        verdicts = plan(targets, keys, store, file_states(project))
-    say(verdicts)
+        states = file_states(project)
+        verdicts = plan(targets, keys, store, states)
+        parts: dict[str, str] = {}
+        if (args.select or project.settings.select) == "tests":
+            for t in targets:
+                v = verdicts[t.name]
+                if isinstance(v, Stale) and v.kind in ("input", "failed") and v.record:
+                    sel = decide(v.record, keys[t.name], states, store)
+                    if sel is not None:
+                        parts[t.name] = sel.describe()
+    say(verdicts, parts)
     return 0
 
 
-def say(verdicts: dict[str, Fresh | Stale]) -> None:
+def say(verdicts: dict[str, Fresh | Stale], parts: dict[str, str] | None = None) -> None:
+    """One line per target; ``parts``: the tests a stale one would run (``--select``)."""
     for name, v in verdicts.items():
         if isinstance(v, Fresh):
             print(f"{name}: up to date (last run passed in {v.record.duration:.1f}s)")
+        elif parts and name in parts:
+            print(f"{name}: would run {parts[name]}; {v.reason}")
         else:
             print(f"{name}: would run: {v.reason}")
 

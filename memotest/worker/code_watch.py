@@ -33,6 +33,9 @@ EXECUTED = []  # the extension, while it notes the run's code
 PHASES = {}
 CURRENT = [""]
 USES = {}
+#: label -> the code objects whose ``__code__`` was read while it was current (counted
+#: as run; kept apart so that the global part can tell them from code that ran).
+PEEKED = {}
 SEEN_INSPECTED = [0]
 
 
@@ -65,6 +68,20 @@ def on_code_read(args, frame):
         WITHIN.clear()
 
 
+STDLIB = [os.path.join(os.path.dirname(os.__file__), "")]
+
+
+def caller(frame):
+    """The file of the first code up ``frame``'s stack outside the standard library
+    (``pathlib``'s ``read_text`` is not who read the file, its caller is)."""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not (name.startswith(STDLIB[0]) or name == __file__ or name.startswith("<frozen")):
+            return name
+        frame = frame.f_back
+    return "?"
+
+
 def note(path, by="?"):
     """A ``.py`` file the run looked at other than through an import (``by``: the file
     of the code that did): it stays whole."""
@@ -90,8 +107,8 @@ def phase(label):
         codes = EXECUTED[0].phase()
     except Exception:
         return None
-    mine = PHASES.setdefault(before, [])
-    mine.extend(codes)
+    PHASES.setdefault(before, []).extend(codes)
+    mine = PEEKED.setdefault(before, [])
     inspected = INSPECTED[SEEN_INSPECTED[0] :]
     SEEN_INSPECTED[0] = len(INSPECTED)
     while inspected:  # read, so counted as run, with the code objects it holds
@@ -125,7 +142,7 @@ def on_open(args, frame):
         and top.f_code is GET_DATA[2]
     ):
         return  # the import system reading a module's source
-    note(args[0], frame.f_code.co_filename)
+    note(args[0], caller(frame))
 
 
 def noting(real):
@@ -135,7 +152,7 @@ def noting(real):
 
     def stat(path, *args, **kwargs):
         if isinstance(path, (str, bytes, os.PathLike)):
-            note(os.fspath(path), "os.stat")
+            note(os.fspath(path), "os.stat:" + caller(sys._getframe(1)))
         return real(path, *args, **kwargs)
 
     stat.__name__ = stat.__qualname__ = real.__name__
@@ -221,10 +238,13 @@ def phase_report(where):
     """The code of the project's ``.py`` files (under the run's folder, outside the
     interpreter's folders ``where``) each labelled part of the run executed, with the
     code of the phases it uses (:func:`uses`): ``{"global": {path: [[qualified name,
-    first line], ...]}, "parts": {label: {...}}, "openers": {path: [file, ...]}}``, in
-    the order the parts were first labelled; None if the run labelled none. ``openers``:
-    what opened or stat'ed such a file other than the import system (its code is then
-    not all the run depended on). Whether the code of a file can stand for it is
+    first line], ...]}, "peeked": {...}, "parts": {label: {...}}, "openers": {path: [file,
+    ...]}}``, in the order the parts were first labelled; None if the run labelled none.
+    ``peeked``: the code whose ``__code__`` was read outside every part (pytest reading a
+    test's signature at collection), apart from ``global``, the code that ran there.
+    ``openers``: what opened (the first caller outside the standard library) or stat'ed
+    (``os.stat:`` and it) such a file other than the import system (its code is then not
+    all the run depended on). Whether the code of a file can stand for it is
     memotest's to decide (``memotest_pytest/selection.py``)."""
     if not USES:
         return None
@@ -247,12 +267,14 @@ def phase_report(where):
 
     parts = {}
     for label, others in USES.items():
-        codes = list(PHASES.get(label, ()))
+        codes = list(PHASES.get(label, ())) + list(PEEKED.get(label, ()))
         for other in others:
             codes.extend(PHASES.get(other, ()))
+            codes.extend(PEEKED.get(other, ()))
         parts[label] = entries(codes)
     return {
         "global": entries(PHASES.get("", ())),
+        "peeked": entries(PEEKED.get("", ())),
         "parts": parts,
         "openers": {p: sorted(OPENERS[p]) for p in paths if p in OPENERS},
     }

@@ -1,7 +1,8 @@
 """A pytest plugin for memotest's per-file targets (``python -m pytest -p memotest_pytest.narrow``).
 
-It changes nothing about which tests run or how; it changes what pytest *looks at* on the
-way to them, because memotest records everything a target looks at as an input:
+Except in a partial run (below), it changes nothing about which tests run or how; it
+changes what pytest *looks at* on the way to them, because memotest records everything a
+target looks at as an input:
 
 * **Collection goes straight to the named paths.** Since pytest 8, ``pytest tests/test_a.py``
   builds a node for every entry of every folder from the rootdir down to the file (and
@@ -15,6 +16,9 @@ way to them, because memotest records everything a target looks at as an input:
   are still read (and recorded), so a new entry on the way is still seen.
 * **Each test's outcome is reported to memotest** (``memotest_pytest.results``), when
   memotest's runner asks for it, for its per-test reports.
+* **A partial run runs only some tests** (``build --select tests``): those memotest names
+  in ``MEMOTEST_SELECT``, tests it does not know and every test after the first of those
+  (``pytest_collection_modifyitems``); memotest replays the others' outcomes.
 * **A file with no tests passes.** memotest makes a target of every file pytest would
   collect, without importing them; one that turns out to hold no test (``pytest`` exit
   status 5, "no tests collected") is a test file with nothing to fail, so the run ends with
@@ -27,6 +31,7 @@ whose conftest hooks must see every file of those folders (``docs/limits.md``).
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -35,6 +40,9 @@ import pytest
 from memotest_pytest.collect import ONLY
 from memotest_pytest.results import start as record_results
 
+#: The tests of a partial run (``memotest/select.py``'s ``SELECT_ENV``: this plugin runs
+#: in the target's interpreter, which may not have memotest).
+SELECT_ENV = "MEMOTEST_SELECT"
 _WANTED = pytest.StashKey[tuple[Path, ...] | None]()
 #: ``MEMOTEST_PYTEST_NARROW=0``: collect as pytest does by itself.
 SWITCH = "MEMOTEST_PYTEST_NARROW"
@@ -100,6 +108,33 @@ def pytest_configure(config: pytest.Config) -> None:
     if attribute.watcher() is not None and attribute.watcher().EXECUTED:
         attribute.watch_finalizers()
         config.pluginmanager.register(attribute, "memotest-attribute")
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """A partial run (``memotest/select.py``: ``MEMOTEST_SELECT``, the ids to run and the
+    ids memotest knows): keeps, in their order, the tests named, those memotest does not
+    know (new) and every test after the first kept (shared state flows forward);
+    deselects the others, whose outcomes memotest replays."""
+    raw = os.environ.get(SELECT_ENV)
+    if not raw:
+        return
+    try:
+        doc = json.loads(raw)
+        run, known = set(doc["run"]), set(doc["known"])
+    except (ValueError, KeyError, TypeError):
+        return  # not understood: every test runs
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        if kept or item.nodeid in run or item.nodeid not in known:
+            kept.append(item)
+        else:
+            dropped.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

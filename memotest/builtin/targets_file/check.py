@@ -31,6 +31,7 @@ SETTINGS_KEYS = {
     "max_size",
     "remote",
     "remote_timeout",
+    "select",
 }
 TARGET_KEYS = {
     "command",
@@ -136,6 +137,10 @@ class Checker:
             if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < 1e6:
                 raise self.fail((*keys, "remote_timeout"), "remote_timeout must be seconds > 0")
             s.remote_timeout = float(t)
+        if "select" in raw:
+            if raw["select"] not in ("tests", "files"):
+                raise self.fail((*keys, "select"), 'select must be "tests" or "files"')
+            s.select = raw["select"]
         return s
 
     def str_list(self, value: Any, keys: tuple[str, ...]) -> list[str]:
