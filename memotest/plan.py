@@ -32,6 +32,7 @@ restores them.
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -283,7 +284,28 @@ def plan(
     that had to be re-hashed (racily clean) and still held get their new signature stored
     in one transaction, so the next build takes the fast path; nothing is written when
     nothing needed it.
+
+    Python's cyclic garbage collector is paused meanwhile: a plan makes tens of thousands
+    of short-lived tuples (rows, stat results) and no cycles, and the collections they
+    would trigger cost a no-op build about a sixth of its time.
     """
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _plan(targets, keys, store, states, force, recorder)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _plan(
+    targets: Sequence[Target],
+    keys: Mapping[str, TargetKey],
+    store: Store,
+    states: FileStates,
+    force: bool,
+    recorder: str | None,
+) -> dict[str, Fresh | Stale]:
     recorder = recorder if recorder is not None else default_recorder()
     if states.blobs is None:
         states.blobs = store.read_blob  # what the digests of some kinds name
@@ -315,7 +337,7 @@ def plan(
     chosen = {cands[n][0] for n in last}
     tried, others = [recs[v] for v in chosen], [r for v, r in recs.items() if v not in chosen]
     if not _validated(store, checker, tried, others):
-        return plan(targets, keys, store, states, force=force, recorder=recorder)
+        return _plan(targets, keys, store, states, force, recorder)
     later: list[str] = []
     for name, newest in last.items():
         rec = recs[cands[name][0]]
@@ -327,7 +349,7 @@ def plan(
         recs.update(store.variants((i for n in later for i in cands[n][1:]), lazy=True))
         tried = [recs[v] for n in later for v in cands[n][1:] if v in recs]
         if not _validated(store, checker, tried, []):
-            return plan(targets, keys, store, states, force=force, recorder=recorder)
+            return _plan(targets, keys, store, states, force, recorder)
         for name in later:
             variants = [recs[v] for v in cands[name] if v in recs]
             holding = next((r for r in variants if checker.holds(r)), None)
