@@ -352,7 +352,7 @@ def _plan(
             return _plan(targets, keys, store, states, force, recorder)
         for name in later:
             variants = [recs[v] for v in cands[name] if v in recs]
-            holding = next((r for r in variants if checker.holds(r)), None)
+            holding = next((r for r in variants[1:] if checker.holds(r)), None)
             if holding is not None:
                 verdict = out[name] = _decide(holding, last[name], store)
                 if isinstance(verdict, Stale):  # say first what changed for the newest run
