@@ -72,3 +72,17 @@ def test_a_damaged_union_is_a_miss(tmp_path: Path) -> None:
     with sqlite3.connect(root / ".memotest" / "db.sqlite") as conn:
         conn.execute("UPDATE meta SET value = 'not json' WHERE key = 'plan-unions'")
     assert set(_statuses(root).values()) == {"cached"}
+
+
+def test_an_id_array_that_does_not_decode_is_damage(tmp_path: Path) -> None:
+    """The arrays are decompressed only when the check looks at them: one that does not
+    decode still sets the database aside, and the build runs the targets and heals."""
+    root = _project(tmp_path / "p")
+    assert set(_statuses(root).values()) == {"passed"}
+    with sqlite3.connect(root / ".memotest" / "db.sqlite") as conn:
+        conn.execute("UPDATE records SET inputs = x'00112233'")  # the rest of the row is fine
+    code, out, statuses = build_statuses(root)
+    assert "Traceback" not in out and code == 0, out
+    assert set(statuses.values()) == {"passed"}, out  # never a hit from a damaged store
+    assert "damaged" in out
+    assert set(_statuses(root).values()) == {"cached"}
