@@ -168,18 +168,19 @@ def populate(
 def check_in_process(
     root: Path, targets: list[Target], keys: dict[str, object], mark: bool = False
 ) -> tuple:
-    """Open the store and plan, timed; with ``mark``, then mark the replayed variants used,
-    as the build does after replaying them (untimed): that transaction also keeps the union
-    of the candidates' fingerprint ids the plan merged (``memotest/store/unions.py``), which
-    the next no-op build reads instead of merging 2 million ids again."""
+    """Open the store, plan and close it, timed; with ``mark`` (a warm-up, whose time is not
+    reported), also mark the replayed variants used, as the build does: that transaction
+    also keeps the union of the candidates' fingerprint ids the plan merged
+    (``memotest/store/unions.py``), which the next no-op build reads instead of merging
+    2 million ids again."""
     t0 = time.perf_counter()
     states = FileStates()
     with Store.open(root) as store:
         result = plan(targets, keys, store, states)  # type: ignore[arg-type]
-        wall = time.perf_counter() - t0
         if mark:
             used = [v.record.variant_id for v in result.values() if isinstance(v, Fresh)]
             store.mark_used(i for i in used if i is not None)
+    wall = time.perf_counter() - t0
     fresh = sum(isinstance(v, Fresh) for v in result.values())
     stale = [v for v in result.values() if not isinstance(v, Fresh)]
     return wall, fresh, stale, states
