@@ -10,10 +10,12 @@ never replayed over a newer fail for the same state).
 This is the hot path of a no-op build. Every record's inputs are fingerprint ids shared
 across records, so each *distinct* fingerprint is validated once for all variants of all
 targets (one ``lstat`` per path, no hashing when the stat signature is unchanged and not
-racy), and a variant holds iff its id array is disjoint from the set of invalid ids. Only
-the newest candidate of each target is read and validated first; the older candidates of
-the targets it did not decide are read and validated in a second round, so a no-op build
-where the newest variants hold costs what one variant per target costs.
+racy), and a variant holds iff its id array is disjoint from the set of invalid ids
+(:mod:`memotest.holds`). Only the newest candidate of each target is read and validated
+first; the older candidates of the targets it did not decide are read and validated in a
+second round, so a no-op build where the newest variants hold costs what one variant per
+target costs. The distinct ids of each round are the union the store remembered for those
+candidates (:mod:`memotest.store.unions`), and when none is invalid no id array is read.
 
 A target is stale, in this order of precedence, when: it is ``forced``; it is tagged
 ``no-cache``; it has no record (``new``); no variant has its key, and the newest was made
