@@ -8,13 +8,15 @@ and 3 absent paths each. File times are set an hour back first, so nothing is ra
 
 Then it measures:
 
-1. the in-process freshness check of all 1,000 targets (``Store.open`` + ``plan``);
+1. the in-process freshness check of all 1,000 targets (``Store.open`` + ``plan``), after
+   a first check that, as a build does, marked the replayed variants used;
 2. if ``python -m memotest build --help`` works, the wall time of
    ``python -m memotest build -f memotest.toml`` with everything cached.
 
 and prints the files hashed during the check (goal 0), the store size (goal < 30 MB) and the
 wall times (goal < 1 s), each with PASS/FAIL. Run: ``python benchmarks/noop.py [--keep]``.
-Exit status 0 when every goal that could be measured passed.
+Exit status 0 when every goal that could be measured passed. Each in-process figure is the
+best of ``--repeat`` checks (3; before 2026-11-25 it was one check).
 
 ``--variants N`` records N runs (variants) per target: the newest holds, the N-1 older ones
 each name one more input that no longer holds (an absent path that exists now: rejected by
@@ -33,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -162,15 +165,30 @@ def populate(
                 )
 
 
-def check_in_process(root: Path, targets: list[Target], keys: dict[str, object]) -> tuple:
+def check_in_process(
+    root: Path, targets: list[Target], keys: dict[str, object], mark: bool = False
+) -> tuple:
+    """Open the store, plan and close it, timed; with ``mark`` (a warm-up, whose time is not
+    reported), also mark the replayed variants used, as the build does: that transaction
+    also keeps the union of the candidates' fingerprint ids the plan merged
+    (``memotest/store/unions.py``), which the next no-op build reads instead of merging
+    2 million ids again."""
     t0 = time.perf_counter()
     states = FileStates()
     with Store.open(root) as store:
         result = plan(targets, keys, store, states)  # type: ignore[arg-type]
+        if mark:
+            used = [v.record.variant_id for v in result.values() if isinstance(v, Fresh)]
+            store.mark_used(i for i in used if i is not None)
     wall = time.perf_counter() - t0
     fresh = sum(isinstance(v, Fresh) for v in result.values())
     stale = [v for v in result.values() if not isinstance(v, Fresh)]
     return wall, fresh, stale, states
+
+
+def best(repeat: int, check: Callable[[], tuple]) -> tuple:
+    """The fastest of ``repeat`` checks: on a shared machine the others measure the load."""
+    return min((check() for _ in range(repeat)), key=lambda r: r[0])
 
 
 def cli_available() -> bool:
@@ -195,10 +213,13 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the generated project")
     ap.add_argument("--order", action="store_true", help="records hold their mtime order")
     ap.add_argument("--variants", type=int, default=1, metavar="N", help="recorded runs per target")
+    ap.add_argument(
+        "--repeat", type=int, default=3, metavar="N", help="timed checks, the best reported"
+    )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="memotest-noop-"))
     try:
-        return run(tmp, max(1, args.variants), order=args.order)
+        return run(tmp, max(1, args.variants), order=args.order, repeat=max(1, args.repeat))
     finally:
         if args.keep:
             print(f"project kept in {tmp}")
@@ -206,7 +227,7 @@ def main() -> int:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run(root: Path, variants: int = 1, order: bool = False) -> int:
+def run(root: Path, variants: int = 1, order: bool = False, repeat: int = 3) -> int:
     t_setup = time.perf_counter()
     # The subprocess build imports memotest from this repository. PYTHONPATH is passed to
     # the targets (the default pass_env has PYTHON*), so it is part of their keys: set it
@@ -248,9 +269,9 @@ def run(root: Path, variants: int = 1, order: bool = False) -> int:
         f"{distinct} distinct paths, {len(files)} files in {len(dirs)} folders"
     )
 
-    # A first check warms the page cache the way a previous build would have.
-    check_in_process(root, targets, keys)
-    wall, fresh, stale, st = check_in_process(root, targets, keys)
+    # A first check, a build's, warms the page cache the way a previous build would have.
+    check_in_process(root, targets, keys, mark=True)
+    wall, fresh, stale, st = best(repeat, lambda: check_in_process(root, targets, keys))
     hashed = sum(st.counters.hashed.values())
     listed = sum(st.counters.listed.values())
     stats = sum(st.counters.stat_calls.values())
@@ -263,7 +284,7 @@ def run(root: Path, variants: int = 1, order: bool = False) -> int:
     print(f"store size: {size_mb:.1f} MB  [{verdict(size_mb < GOAL_STORE_MB)} goal < 30 MB]")
     ok &= size_mb < GOAL_STORE_MB
     print(
-        f"in-process check (open + plan): {wall:.3f} s  "
+        f"in-process check (open + plan, best of {repeat}): {wall:.3f} s  "
         f"[{verdict(wall < GOAL_WALL_S / 2)} budget 0.5 s]"
     )
     ok &= wall < GOAL_WALL_S / 2
@@ -275,8 +296,10 @@ def run(root: Path, variants: int = 1, order: bool = False) -> int:
         oldest.mkdir()
         shutil.copy(toml, oldest / "memotest.toml")
         populate(oldest, targets, keys, inputs, order, variants, holding=variants - 1)
-        check_in_process(oldest, targets, keys)
-        o_wall, o_fresh, _stale, o_st = check_in_process(oldest, targets, keys)
+        check_in_process(oldest, targets, keys, mark=True)
+        o_wall, o_fresh, _stale, o_st = best(
+            repeat, lambda: check_in_process(oldest, targets, keys)
+        )
         o_hashed = sum(o_st.counters.hashed.values())
         print(
             f"in-process check, the oldest of {variants} variants holding: {o_wall:.3f} s, "

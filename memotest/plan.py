@@ -10,10 +10,12 @@ never replayed over a newer fail for the same state).
 This is the hot path of a no-op build. Every record's inputs are fingerprint ids shared
 across records, so each *distinct* fingerprint is validated once for all variants of all
 targets (one ``lstat`` per path, no hashing when the stat signature is unchanged and not
-racy), and a variant holds iff its id array is disjoint from the set of invalid ids. Only
-the newest candidate of each target is read and validated first; the older candidates of
-the targets it did not decide are read and validated in a second round, so a no-op build
-where the newest variants hold costs what one variant per target costs.
+racy), and a variant holds iff its id array is disjoint from the set of invalid ids
+(:mod:`memotest.holds`). Only the newest candidate of each target is read and validated
+first; the older candidates of the targets it did not decide are read and validated in a
+second round, so a no-op build where the newest variants hold costs what one variant per
+target costs. The distinct ids of each round are the union the store remembered for those
+candidates (:mod:`memotest.store.unions`), and when none is invalid no id array is read.
 
 A target is stale, in this order of precedence, when: it is ``forced``; it is tagged
 ``no-cache``; it has no record (``new``); no variant has its key, and the newest was made
@@ -32,15 +34,16 @@ restores them.
 
 from __future__ import annotations
 
+import gc
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from memotest.fingerprint import FileStates, Refresh
+from memotest.fingerprint import FileStates
+from memotest.holds import Checker
 from memotest.inputs.check import describe_change
-from memotest.inputs.registry import begin_check, verifiers
 from memotest.keys import TargetKey
 from memotest.model import Target
 from memotest.shaping import withdrawn
@@ -207,15 +210,6 @@ def _candidates(heads: list[Head], key: TargetKey, recorder: str) -> list[int]:
     return out
 
 
-def _union(arrays: Iterable[Any]) -> set[int]:
-    """The ids of all ``arrays`` (``set.update`` runs at C speed; a comprehension would
-    walk millions of ids in Python)."""
-    out: set[int] = set()
-    for ids in arrays:
-        out.update(ids)
-    return out
-
-
 def _ids(rec: Record) -> Any:
     inputs = rec.inputs
     if not isinstance(inputs, InputList):  # pragma: no cover - records from the store do
@@ -223,78 +217,39 @@ def _ids(rec: Record) -> Any:
     return inputs.ids
 
 
-class _Checker:
-    """The fingerprints of one plan, each validated once: ``invalid`` grows as
-    :meth:`validate` is given more ids."""
+def _changed(checker: Checker, rec: Record, last: Record, others: int) -> Stale:
+    """Why ``rec``, the closest candidate, does not hold (``others``: how many other
+    candidates there are)."""
+    changed = checker.invalid.intersection(_ids(rec))
+    known = sorted(
+        (FpRow._make(checker.rows[i]) for i in changed if i in checker.rows),
+        key=lambda r: (r.path, r.kind, r.digest),
+    )
+    if not known:
+        reason = "the record's inputs are missing from the store"
+        return Stale("input", reason, count=len(changed), record=last)
+    first = known[0]
+    detail = checker.described.get(first.id)
+    if detail is None:
+        detail = describe_change(first.fingerprint(), checker.states) or "changed"
+        checker.described[first.id] = detail
+    reason = f"{first.path}: {detail}"
+    if len(changed) > 1:
+        reason += f" (and {len(changed) - 1} more changed input{'s' * (len(changed) > 2)})"
+    if others:
+        reason += f" [the closest of {others + 1} recorded variants, recorded {_when(rec)}]"
+    return Stale("input", reason, path=first.path, detail=detail, count=len(changed), record=last)
 
-    def __init__(self, store: Store, states: FileStates) -> None:
-        self.store = store
-        self.states = states
-        self.rows: dict[int, tuple[Any, ...]] = {}
-        self.invalid: set[int] = set()
-        self.refresh: dict[int, tuple[Sequence[int], int]] = {}
-        self.done: set[int] = set()
-        self.verify = verifiers()
-        self.described: dict[int, str] = {}
-        self.late_kinds = begin_check(states)
 
-    def validate(self, ids: set[int]) -> None:
-        needed = ids - self.done
-        if not needed:
-            return
-        self.done |= needed
-        rows = self.store.fingerprint_rows(needed)
-        self.rows.update(rows)
-        verify, states, invalid = self.verify, self.states, self.invalid
-        # Newest first: when a path has several fingerprints, the current one (usually the
-        # newest) is proven by its stat signature and the older ones fail without hashing.
-        # The kinds that rely on what the others' checks stat'ed go last: appended to the
-        # list the loop is going through, they come back once it reaches its first end.
-        todo = sorted(needed, reverse=True)
-        first, late = len(todo), self.late_kinds
-        for i, fid in enumerate(todo):
-            row = rows.get(fid)
-            if row is None:
-                invalid.add(fid)
-                continue
-            if i < first and row[2] in late:
-                todo.append(fid)
-                continue
-            # row: id, path, kind, digest, link, mtime_ns, size, ino, ctime_ns, verified_ns
-            sig = row[5:9] if row[5] is not None else None
-            check = verify.get(row[2])
-            verdict = check(states, row[1], row[3], sig, row[9], row[4]) if check else False
-            if verdict is True:
-                continue
-            if verdict is False:
-                invalid.add(fid)
-            elif isinstance(verdict, Refresh):
-                self.refresh[fid] = (verdict.sig, verdict.verified_ns)
-
-    def changed(self, rec: Record, last: Record, others: int) -> Stale:
-        """Why ``rec``, the closest candidate, does not hold (``others``: how many other
-        candidates there are)."""
-        changed = self.invalid.intersection(_ids(rec))
-        known = sorted(
-            (FpRow._make(self.rows[i]) for i in changed if i in self.rows),
-            key=lambda r: (r.path, r.kind, r.digest),
-        )
-        if not known:
-            reason = "the record's inputs are missing from the store"
-            return Stale("input", reason, count=len(changed), record=last)
-        first = known[0]
-        detail = self.described.get(first.id)
-        if detail is None:
-            detail = describe_change(first.fingerprint(), self.states) or "changed"
-            self.described[first.id] = detail
-        reason = f"{first.path}: {detail}"
-        if len(changed) > 1:
-            reason += f" (and {len(changed) - 1} more changed input{'s' * (len(changed) > 2)})"
-        if others:
-            reason += f" [the closest of {others + 1} recorded variants, recorded {_when(rec)}]"
-        return Stale(
-            "input", reason, path=first.path, detail=detail, count=len(changed), record=last
-        )
+def _validated(store: Store, checker: Checker, tried: list[Record], others: list[Record]) -> bool:
+    """Validate the fingerprints of the candidates ``tried`` (their union, as the store
+    remembers it) and decode their id arrays when one is invalid, and those of ``others``;
+    False when a record did not decode and the damaged database was set aside."""
+    union = store.union_of(tried)
+    if union is None or store.input_ids(others) is None:
+        return False
+    checker.validate(union)
+    return not checker.invalid or store.input_ids(tried) is not None
 
 
 def _when(rec: Record) -> str:
@@ -336,7 +291,28 @@ def plan(
     that had to be re-hashed (racily clean) and still held get their new signature stored
     in one transaction, so the next build takes the fast path; nothing is written when
     nothing needed it.
+
+    Python's cyclic garbage collector is paused meanwhile: a plan makes tens of thousands
+    of short-lived tuples (rows, stat results) and no cycles, and the collections they
+    would trigger cost a no-op build about a sixth of its time.
     """
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _plan(targets, keys, store, states, force, recorder)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _plan(
+    targets: Sequence[Target],
+    keys: Mapping[str, TargetKey],
+    store: Store,
+    states: FileStates,
+    force: bool,
+    recorder: str | None,
+) -> dict[str, Fresh | Stale]:
     recorder = recorder if recorder is not None else default_recorder()
     if states.blobs is None:
         states.blobs = store.read_blob  # what the digests of some kinds name
@@ -352,8 +328,8 @@ def plan(
         if not force and "no-cache" not in target.tags:
             c = cands[target.name] = _candidates(hs, keys[target.name], recorder)
             first.update(c[:1])
-    recs = store.variants(first)
-    checker = _Checker(store, states)
+    recs = store.variants(first, lazy=True)
+    checker = Checker(store, states)
     out: dict[str, Fresh | Stale] = {}
     last: dict[str, Record] = {}
     for target in targets:
@@ -365,29 +341,35 @@ def plan(
             continue
         last[target.name] = newest
         out[target.name] = Stale("new", "")  # provisional: keeps the output in target order
-    checker.validate(_union(_ids(recs[cands[n][0]]) for n in last))
+    chosen = {cands[n][0] for n in last}
+    tried, others = [recs[v] for v in chosen], [r for v, r in recs.items() if v not in chosen]
+    if not _validated(store, checker, tried, others):
+        return _plan(targets, keys, store, states, force, recorder)
     later: list[str] = []
     for name, newest in last.items():
         rec = recs[cands[name][0]]
-        if checker.invalid.isdisjoint(_ids(rec)):
+        if checker.holds(rec):
             out[name] = _decide(rec, newest, store)
         else:
             later.append(name)
     if later:  # round 2: the older candidates of the targets round 1 did not decide
-        recs.update(store.variants(i for n in later for i in cands[n][1:]))
-        checker.validate(_union(_ids(recs[v]) for n in later for v in cands[n][1:] if v in recs))
+        recs.update(store.variants((i for n in later for i in cands[n][1:]), lazy=True))
+        tried = [recs[v] for n in later for v in cands[n][1:] if v in recs]
+        if not _validated(store, checker, tried, []):
+            return _plan(targets, keys, store, states, force, recorder)
         for name in later:
             variants = [recs[v] for v in cands[name] if v in recs]
-            holding = next((r for r in variants if checker.invalid.isdisjoint(_ids(r))), None)
+            holding = next((r for r in variants[1:] if checker.holds(r)), None)
             if holding is not None:
                 verdict = out[name] = _decide(holding, last[name], store)
                 if isinstance(verdict, Stale):  # say first what changed for the newest run
-                    newer = checker.changed(variants[0], last[name], 0)
+                    newer = _changed(checker, variants[0], last[name], 0)
                     when = _when(holding)
                     reason = f"{newer.reason}; the run recorded {when} holds: {verdict.reason}"
                     out[name] = replace(verdict, reason=reason)
                 continue
-            out[name] = _stale_by_result(variants[0], last[name]) or checker.changed(
+            out[name] = _stale_by_result(variants[0], last[name]) or _changed(
+                checker,
                 min(variants, key=lambda r: len(checker.invalid.intersection(_ids(r)))),
                 last[name],
                 len(variants) - 1,

@@ -88,6 +88,15 @@ class File(InputKind):
         st = states.lstat(path)
         if st is None or st is UNREADABLE:
             return False
+        if link is None and sig is not None and _S_ISREG(st.st_mode):
+            # The no-op fast path, tested first: a regular file, its signature unchanged
+            # and not racy (as below, in fewer steps: 20,000 files a no-op build).
+            mtime, ctime = st.st_mtime_ns, st.st_ctime_ns
+            if (mtime, st.st_size, st.st_ino, ctime) == tuple(sig) and (
+                mtime if mtime > ctime else ctime
+            ) < verified_ns - states.racy_window_ns:
+                states.known_files[path] = (digest, sig, verified_ns, link)
+                return True
         if _S_ISLNK(st.st_mode):
             if states.readlink(path) != link:
                 return False

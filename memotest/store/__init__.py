@@ -40,8 +40,9 @@ leaves a store with each record either absent or complete. One build writes at a
 """
 
 from memotest.store.errors import CorruptBlob, StoreDamaged, StoreError, StoreLocked
-from memotest.store.fingerprints import FpRow, InputList
+from memotest.store.fingerprints import FpRow
 from memotest.store.gc import DEFAULT_MAX_SIZE, GC_MIN_PUTS, GcStats
+from memotest.store.idarrays import InputList
 from memotest.store.outputs import EXECUTABLE_MARK, output_value, split_output
 from memotest.store.records import MAX_VARIANTS, STATUSES, Head, Record, default_recorder
 from memotest.store.schema import SCHEMA_VERSION

@@ -28,15 +28,13 @@ import json
 import os
 import sqlite3
 import threading
-from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, overload
+from typing import Any, NamedTuple
 
 from memotest.fingerprint import Fingerprint, is_racy
 from memotest.model import Input, Kind, StatSig
 from memotest.roots import Roots
-from memotest.store.errors import StoreError
 from memotest.store.schema import transaction
 
 _SELECT = (  # {path}: the stored path made local by SQLite (Roots.sql_local)
@@ -84,57 +82,6 @@ class FpRow(NamedTuple):
         return Fingerprint(
             self.path, Kind(self.kind), self.digest, self.sig, self.verified_ns, self.link
         )
-
-
-class InputList(Sequence[Fingerprint]):
-    """A record's inputs as fingerprint ids, turned into fingerprints on first access.
-
-    ``ids`` is the sorted ``array('I')`` of ``fps.id``; the planner works on it directly.
-    Materializing needs the store that loaded it to still be open; ids whose row is gone
-    are left out.
-    """
-
-    def __init__(self, ids: array[int], table: FingerprintTable) -> None:
-        self.ids = ids
-        self._table: FingerprintTable | None = table
-        self._items: list[Fingerprint] | None = None
-
-    def _materialize(self) -> list[Fingerprint]:
-        if self._items is None:
-            if self._table is None:  # pragma: no cover - defensive
-                raise StoreError("the store these inputs came from is gone")
-            rows = self._table.rows(self.ids)
-            # A fingerprint missing from the store (damage) is left out here: such a
-            # record is never fresh (the planner checks the ids), so what is listed is
-            # only ever shown or used to order runs.
-            items = [FpRow._make(rows[i]).fingerprint() for i in self.ids if i in rows]
-            items.sort(key=lambda f: (f.path, f.kind.value, f.digest))
-            self._items = items
-            self._table = None
-        return self._items
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    @overload
-    def __getitem__(self, i: int) -> Fingerprint: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Fingerprint]: ...
-    def __getitem__(self, i: int | slice) -> Fingerprint | list[Fingerprint]:
-        return self._materialize()[i]
-
-    def __iter__(self) -> Iterator[Fingerprint]:
-        return iter(self._materialize())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence):
-            return list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"InputList({len(self.ids)} inputs)"
 
 
 @dataclass

@@ -20,6 +20,7 @@ from memotest.store import records, schema
 from memotest.store.blobs import LocalBlobStore
 from memotest.store.fingerprints import FingerprintTable
 from memotest.store.gc import PUTS_KEY, GcStats, collect, is_due, over_bound
+from memotest.store.unions import UNIONS_KEY
 
 T = TypeVar("T")
 
@@ -48,17 +49,24 @@ class Housekeeping:
     def set_meta(self, key: str, value: Any) -> None:
         raise NotImplementedError
 
+    def take_unions(self) -> list[dict[str, Any]] | None:
+        raise NotImplementedError
+
     def mark_used(self, ids: Iterable[int]) -> None:
         """The variants ``ids`` were replayed now: one transaction for a whole build (the
-        size bound evicts the least recently used first). No-op when empty."""
+        size bound evicts the least recently used first), which also keeps the unions the
+        build's plans merged (:mod:`memotest.store.unions`). No-op when empty."""
         wanted = list(ids)
         if not wanted:
             return
         self._require_lock()
+        unions = self.take_unions()
 
         def mark() -> None:
             with schema.transaction(self._db()) as conn:
                 records.mark_used(conn, wanted, time.time_ns())
+                if unions is not None:
+                    schema.set_meta(conn, UNIONS_KEY, unions)
 
         self._guarded("marking records used", mark)
 

@@ -12,11 +12,11 @@ recorded, and when replayed: :func:`mark_used`) orders that and the store's size
 (:mod:`memotest.store.gc`). "Newest" is the latest ``finished_ns`` (then the latest id).
 
 A record's ``inputs`` column is a zlib-compressed array of ``fps.id`` (uint32, little endian,
-sorted): records share their fingerprints (:mod:`memotest.store.fingerprints`), so 1,000
-records of 2,000 inputs each cost a few MB, and checking them all means validating each
-*distinct* fingerprint once and testing each record's id array against the set of invalid
-ids (``set.isdisjoint`` at C speed). ``writes`` and ``rewritten`` are zlib-compressed
-NUL-joined paths; ``definition``, ``env`` and ``outputs`` are JSON.
+sorted: :mod:`memotest.store.idarrays`): records share their fingerprints
+(:mod:`memotest.store.fingerprints`), so 1,000 records of 2,000 inputs each cost a few MB,
+and checking them all means validating each *distinct* fingerprint once and testing each
+record's id array against the set of invalid ids (:mod:`memotest.holds`). ``writes`` and
+``rewritten`` are zlib-compressed NUL-joined paths; ``definition``, ``env``, ``outputs``: JSON.
 
 A record names blobs (its log, its declared outputs and its per-test results,
 :func:`named_blobs`) that must be in
@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import sys
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -37,8 +36,10 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from memotest.model import Input
+from memotest.store import idarrays
 from memotest.store.damage import Garbled
-from memotest.store.fingerprints import FingerprintTable, InputList, from_db, to_db
+from memotest.store.fingerprints import FingerprintTable, from_db, to_db
+from memotest.store.idarrays import InputList
 from memotest.store.outputs import split_output
 
 #: The statuses a record can have; only ``passed`` results are reused (a ``skipped`` run,
@@ -200,18 +201,35 @@ def from_rows(rows: Iterable[tuple[Any, ...]], fps: FingerprintTable) -> dict[st
     return out
 
 
-def decode(rows: Iterable[tuple[Any, ...]], fps: FingerprintTable) -> Iterator[Record]:
+def decode(
+    rows: Iterable[tuple[Any, ...]], fps: FingerprintTable, lazy: bool = False
+) -> Iterator[Record]:
     """The records of rows of :func:`select` or :func:`select_ids`; their ``inputs`` are
-    lazy :class:`~memotest.store.fingerprints.InputList` objects over ``fps``. A row that
-    does not decode raises :class:`~memotest.store.damage.Garbled`."""
+    lazy :class:`~memotest.store.idarrays.InputList` objects over ``fps``. A row that
+    does not decode raises :class:`~memotest.store.damage.Garbled`; with ``lazy``, its
+    id array is only decompressed when asked for (:meth:`.Store.input_ids`).
+
+    The ``env`` column is decoded once per distinct text (every target of a build has
+    the same environment, and its JSON is the largest part of a row), each record
+    getting its own copy."""
+    envs: dict[str, dict[str, Any]] = {}
     for r in rows:
         try:
-            yield _from_row(r[1:], fps, r[0])
+            yield _from_row(r[1:], fps, r[0], lazy, envs)
         except (ValueError, TypeError, KeyError, IndexError, OverflowError, zlib.error) as exc:
             raise Garbled(f"record {r[1]!r} does not decode: {exc}") from None
 
 
-def _from_row(r: tuple[Any, ...], fps: FingerprintTable, variant_id: int) -> Record:
+def _from_row(
+    r: tuple[Any, ...],
+    fps: FingerprintTable,
+    variant_id: int,
+    lazy: bool,
+    envs: dict[str, dict[str, Any]],
+) -> Record:
+    env = envs.get(r[5])
+    if env is None:
+        env = envs[r[5]] = json.loads(r[5])
     rec = Record(
         variant_id=variant_id,
         name=r[0],
@@ -219,7 +237,7 @@ def _from_row(r: tuple[Any, ...], fps: FingerprintTable, variant_id: int) -> Rec
         def_hash=r[2],
         definition=json.loads(r[3]),
         env_hash=r[4],
-        env=json.loads(r[5]),
+        env=dict(env) if isinstance(env, dict) else env,
         status=r[6],
         exit_code=r[7],
         duration=r[8],
@@ -227,7 +245,7 @@ def _from_row(r: tuple[Any, ...], fps: FingerprintTable, variant_id: int) -> Rec
         finished_ns=r[10],
         cacheable=bool(r[11]),
         uncacheable_reason=from_db(r[12]),
-        inputs=InputList(_decode_ids(r[13]), fps),
+        inputs=InputList(None, fps, r[13]) if lazy else InputList(idarrays.decode(r[13]), fps),
         writes=_decode_paths(r[14]),
         log_digest=r[15],
         outputs=json.loads(r[16]),
@@ -247,7 +265,7 @@ def insert(conn: sqlite3.Connection, record: Record, ids: Iterable[int], now_ns:
     recently used ones beyond :data:`MAX_VARIANTS` (in the caller's transaction). Returns
     its id."""
     unique = set(ids)
-    encoded = _encode_ids(unique)
+    encoded = idarrays.encode(unique)
     shaping = json.dumps(sorted(set(record.shaping)))
     same_key = conn.execute(
         "SELECT id, inputs FROM records WHERE name = ? AND recorder = ? AND def_hash = ? "
@@ -256,7 +274,7 @@ def insert(conn: sqlite3.Connection, record: Record, ids: Iterable[int], now_ns:
     ).fetchall()
     sorted_ids = array("I", sorted(unique))
     for vid, inputs in same_key:
-        if inputs == encoded or _decode_ids(inputs) == sorted_ids:
+        if inputs == encoded or idarrays.decode(inputs) == sorted_ids:
             conn.execute("DELETE FROM records WHERE id = ?", (vid,))
     cur = conn.execute(
         f"INSERT INTO records({_COLUMNS}, n_inputs, last_used_ns) "
@@ -321,24 +339,9 @@ def live_references(conn: sqlite3.Connection) -> tuple[set[int], set[str]]:
     for inputs, log_digest, outputs, tests_digest, parts in conn.execute(
         "SELECT inputs, log_digest, outputs, tests_digest, parts FROM records"
     ):
-        fps.update(_decode_ids(inputs))
+        fps.update(idarrays.decode(inputs))
         blobs.update(named_blobs(log_digest, json.loads(outputs), tests_digest, parts))
     return fps, blobs
-
-
-def _encode_ids(ids: Iterable[int]) -> bytes:
-    arr = array("I", sorted(set(ids)))
-    if sys.byteorder == "big":  # pragma: no cover
-        arr.byteswap()
-    return zlib.compress(arr.tobytes(), 6)
-
-
-def _decode_ids(blob: bytes) -> array[int]:
-    arr = array("I")
-    arr.frombytes(zlib.decompress(blob))
-    if sys.byteorder == "big":  # pragma: no cover
-        arr.byteswap()
-    return arr
 
 
 def _encode_paths(paths: Iterable[str]) -> bytes:

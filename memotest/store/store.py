@@ -32,6 +32,7 @@ from memotest.store.lock import LOCK_FILE, acquire_lock, release_lock
 from memotest.store.outputs import restore_file, restore_outputs
 from memotest.store.portable import loaded, stored
 from memotest.store.records import Record
+from memotest.store.unions import Unions
 
 #: The folder, beside the targets file, that holds the store.
 STORE_DIR = ".memotest"
@@ -39,7 +40,7 @@ STORE_DIR = ".memotest"
 T = TypeVar("T")
 
 
-class Store(Housekeeping):
+class Store(Unions, Housekeeping):
     """An open ``.memotest/`` store (use :meth:`open`; a context manager). Thread-safe: one
     connection guarded by a lock, so a scheduler's threads may ``put`` while others read."""
 
@@ -55,6 +56,7 @@ class Store(Housekeeping):
         self._fps = FingerprintTable(self._db, self._mutex, Roots(root), self._guarded)
         self._said_blob = False  # a damaged blob was reported (once per store handle)
         self._puts = 0  # records written through this handle, for gc_if_due()
+        self._pending_unions: list[dict[str, Any]] = []  # merged, not yet kept (.unions)
 
     # -- opening and closing --------------------------------------------------------------
 
@@ -218,13 +220,14 @@ class Store(Housekeeping):
         wanted = list(names)
         return self._guarded("reading the records", lambda: records.heads(self._db(), wanted))
 
-    def variants(self, ids: Iterable[int]) -> dict[int, Record]:
-        """The variants ``ids`` that exist, by id, with lazy inputs (as :meth:`records`)."""
+    def variants(self, ids: Iterable[int], *, lazy: bool = False) -> dict[int, Record]:
+        """The variants ``ids`` that exist, by id, with lazy inputs (as :meth:`records`);
+        with ``lazy``, their id arrays are decompressed when asked (:meth:`input_ids`)."""
         wanted = list(ids)
 
         def read() -> dict[int, Record]:
             rows = records.select_ids(self._db(), wanted)
-            return {r.variant_id or 0: r for r in records.decode(rows, self._fps)}
+            return {r.variant_id or 0: r for r in records.decode(rows, self._fps, lazy)}
 
         return loaded(self._guarded("reading the records", read), self._fps.roots)
 
