@@ -165,8 +165,9 @@ PROJECTS: dict[str, Project] = {
 DEFAULT_PROJECTS = tuple(PROJECTS)
 QUICK_PROJECTS = ("click", "referencing")
 #: tox's summary line: "py3.11: OK (8.15=setup[7.13]+cmd[1.02] seconds)"
-TOX_SUMMARY = re.compile(r"^\s*(\S+): (OK|FAIL[^(]*)\(([\d.]+)=setup\[([\d.]+)\]\+cmd\[([\d.]+)\]")
-NOTE = re.compile(r"memotest[:>]? .*", re.IGNORECASE)
+TOX_SUMMARY = re.compile(
+    r"^\s*(\S+): (OK|FAIL[^(]*?)\s*\(([\d.]+)=setup\[([\d.]+)\]\+cmd\[([\d.]+)\]", re.M
+)
 
 
 def host(tool: str) -> Path:
@@ -257,14 +258,13 @@ def timed(cmd: list[str], cwd: Path, env: dict, logfile: Path) -> dict:
         result["setup"] = float(m.group(4))
     notes = [ln.strip() for ln in out.splitlines() if "memotest" in ln and "-m memotest_" not in ln]
     result["notes"] = notes[-6:]
-    result["replayed"] = any("replay" in n.lower() for n in notes) and not any(
-        "ran:" in n or "running" in n.lower() for n in notes
-    )
+    result["replays"] = sum("cached, replayed" in n or "replaying its output" in n for n in notes)
     return result
 
 
-def explain(venv: Path, cwd: Path, env: dict, target: str) -> list[str]:
-    """``memotest explain TARGET``'s first lines: would the next run replay, and why not."""
+def explain(venv: Path, cwd: Path, env: dict, target: str) -> list[str] | None:
+    """``memotest explain TARGET``'s first lines (would the next run replay, and why not);
+    None when the store has no such record."""
     proc = subprocess.run(
         [str(venv / "bin" / "memotest"), "explain", target],
         cwd=cwd,
@@ -275,26 +275,33 @@ def explain(venv: Path, cwd: Path, env: dict, target: str) -> list[str]:
         timeout=120,
         stdin=subprocess.DEVNULL,
     )
-    lines = (proc.stdout + proc.stderr).strip().splitlines()
-    return lines[:8]
+    out = proc.stdout + proc.stderr
+    if proc.returncode == 2 and "unknown target" in out:
+        return None
+    return [ln for ln in out.strip().splitlines() if not ln.startswith("(a record in")][:6]
 
 
-def targets(venv: Path, cwd: Path, env: dict) -> list[str]:
-    """The record names in the project's store (``memotest list``'s first column)."""
-    db = cwd / ".memotest"
-    if not db.exists():
-        return []
-    proc = subprocess.run(
-        [str(venv / "bin" / "memotest"), "list"],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=120,
-        stdin=subprocess.DEVNULL,
+def records(project: Project, venv: Path, cwd: Path, env: dict) -> dict[str, list[str]]:
+    """The memoized records of the env or session, each with ``memotest explain``'s
+    answer: tox's one record ``tox:ENV``; the nox helper's ``nox:SESSION:N``, one per
+    memoized ``session.run`` call, probed from 1 until the store has no such record."""
+    if project.tool == "tox":
+        name = f"tox:{project.env}"
+        found = explain(venv, cwd, env, name)
+        return {name: found} if found is not None else {}
+    out: dict[str, list[str]] = {}
+    for n in range(1, 20):
+        found = explain(venv, cwd, env, f"nox:{project.env}:{n}")
+        if found is None:
+            break
+        out[f"nox:{project.env}:{n}"] = found
+    return out
+
+
+def fresh(explained: dict[str, list[str]]) -> bool:
+    return bool(explained) and all(
+        lines and ": up to date" in lines[0] for lines in explained.values()
     )
-    return [ln.split()[0] for ln in proc.stdout.splitlines() if ln.strip()]
 
 
 def append(path: Path, line: str) -> None:
@@ -323,14 +330,19 @@ def bench(project: Project, logs: Path) -> dict:
     for name, edit in steps:
         if edit:
             append(lane / edit, "\n# memotest benchmark edit\n" if edit.endswith(".py") else "\n")
+        before = records(project, venv, lane, env)
         r = timed(cmd, lane, env, logs / f"{name.replace(' ', '-')}.log")
-        names = targets(venv, lane, env)
-        r["targets"] = names
-        r["explain_after"] = {t: explain(venv, lane, env, t) for t in names[:4]}
+        # Replayed: every memoized record was up to date before the run, and the run
+        # said it replayed (tox: "cached, replayed"; nox: "... is up to date").
+        r["replayed"] = fresh(before) and r["replays"] >= len(before)
+        r["explain_before"] = before
+        r["explain_after"] = records(project, venv, lane, env)
         res[name] = r
         log(f"  {name}: {r['wall']} s exit {r['exit']} replayed={r['replayed']}")
+        for lines in (before if not r["replayed"] else {}).values():
+            log(f"      before: {(lines or ['?'])[0][:200]}")
         for n in r["notes"][-3:]:
-            log(f"      {n[:160]}")
+            log(f"      {n[:200]}")
     res["goals"] = goals(res)
     return res
 
