@@ -173,6 +173,9 @@ PROJECTS: dict[str, Project] = {
             "nox/sessions.py",
             "CHANGELOG.md",
             "uv backend, non-default sessions, coverage erase/run/combine/report, xdist",
+            # Its whole suite takes minutes here (it makes venvs and runs tox and nox):
+            # three of its test files, through the session's own commands.
+            posargs=("tests/test_sessions.py", "tests/test_registry.py", "tests/test_manifest.py"),
         ),
     )
 }
@@ -413,6 +416,19 @@ def print_table(results: list[dict]) -> None:
     )
 
 
+def save(out: Path, results: list[dict], keep_others: bool) -> None:
+    """Writes the results so far (after each project: a long run stopped midway keeps
+    what it measured); with ``--projects``, the other projects of an earlier run stay."""
+    meta = {"python": platform.python_version(), "machine": platform.machine()}
+    for tool in sorted({r["tool"] for r in results}):
+        meta[tool] = run([str(host(tool) / "bin" / "python"), "-m", "pip", "freeze"]).stdout
+    done = {r["project"] for r in results}
+    if keep_others and out.exists():
+        old = json.loads(out.read_text())["projects"]
+        results = [r for r in old if r["project"] not in done] + results
+    out.write_text(json.dumps({"meta": meta, "projects": results}, indent=2) + "\n")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="only " + ", ".join(QUICK_PROJECTS))
@@ -426,19 +442,12 @@ def main() -> int:
         else DEFAULT_PROJECTS
     )
     stem = "adapters-quick" if args.quick else "adapters"
-    results = []
-    for name in names:
-        project = PROJECTS[name]
-        results.append(bench(project, BENCH / "logs" / stem / name))
-    print_table(results)
     out = RESULTS / f"{stem}.json"
-    meta = {"python": platform.python_version(), "machine": platform.machine()}
-    for tool in sorted({r["tool"] for r in results}):
-        meta[tool] = run([str(host(tool) / "bin" / "python"), "-m", "pip", "freeze"]).stdout
-    if args.projects and out.exists():
-        kept = [r for r in json.loads(out.read_text())["projects"] if r["project"] not in names]
-        results = kept + results
-    out.write_text(json.dumps({"meta": meta, "projects": results}, indent=2) + "\n")
+    results: list[dict] = []
+    for name in names:
+        results.append(bench(PROJECTS[name], BENCH / "logs" / stem / name))
+        save(out, results, keep_others=bool(args.projects))
+    print_table(results)
     print(f"\nwrote {out.relative_to(REPO)}")
     return 0 if all(all(r["goals"].values()) for r in results) else 1
 
