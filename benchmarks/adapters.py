@@ -92,7 +92,7 @@ HOSTS = {
 class Project:
     name: str  # the PyPI name
     version: str
-    tool: str  # "tox" or "nox"
+    tool: str  # "tox", "nox" (the helper) or "nox-build" (the loader: memotest build)
     env: str  # the tox env or nox session run
     source: str  # a source module edited (must re-run)
     docs: str  # a docs-only or changelog file edited (must replay)
@@ -179,6 +179,17 @@ PROJECTS: dict[str, Project] = {
         ),
     )
 }
+#: jsonschema again, through the nox loader (``memotest build --from nox``) instead of the
+#: helper: the session as one target, run with ``nox -R`` (see docs/adapters/nox.md).
+PROJECTS["jsonschema-build"] = Project(
+    "jsonschema",
+    "4.26.0",
+    "nox-build",
+    "tests-3.11(no-extras)",
+    "jsonschema/validators.py",
+    "CHANGELOG.rst",
+    "the nox loader: the whole session one target, nox -R",
+)
 DEFAULT_PROJECTS = tuple(PROJECTS)
 QUICK_PROJECTS = ("click", "referencing")
 #: tox's summary line: "py3.11: OK (8.15=setup[7.13]+cmd[1.02] seconds)"
@@ -219,7 +230,7 @@ def environment(venv: Path) -> dict[str, str]:
 def checkout(project: Project, lane: str) -> Path:
     """A fresh copy of the release's files in the work folder."""
     src = extracted(project.name, project.version)
-    dest = WORK / project.name / lane
+    dest = WORK / f"{project.name}-{project.tool}" / lane
     shutil.rmtree(dest, ignore_errors=True)
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns(".complete"))
@@ -246,6 +257,8 @@ def command(project: Project, memoized: bool) -> list[str]:
         cmd = ["tox", "-e", project.env]
         if not memoized:
             cmd.append("--no-memotest")
+    elif project.tool == "nox-build" and memoized:
+        return ["memotest", "build", "-v", "--from", "nox", f"nox:{project.env}"]
     else:
         cmd = ["nox", "-s", project.env]
     cmd += project.tool_args
@@ -276,7 +289,9 @@ def timed(cmd: list[str], cwd: Path, env: dict, logfile: Path) -> dict:
         result["setup"] = float(m.group(4))
     notes = [ln.strip() for ln in out.splitlines() if "memotest" in ln and "-m memotest_" not in ln]
     result["notes"] = notes[-6:]
-    result["replays"] = sum("cached, replayed" in n or "replaying its output" in n for n in notes)
+    result["replays"] = sum(
+        "cached, replayed" in n or "replaying its output" in n for n in notes
+    ) + sum(ln.startswith("(cached) PASSED") for ln in out.splitlines())
     return result
 
 
@@ -303,8 +318,8 @@ def records(project: Project, venv: Path, cwd: Path, env: dict) -> dict[str, lis
     """The memoized records of the env or session, each with ``memotest explain``'s
     answer: tox's one record ``tox:ENV``; the nox helper's ``nox:SESSION:N``, one per
     memoized ``session.run`` call, probed from 1 until the store has no such record."""
-    if project.tool == "tox":
-        name = f"tox:{project.env}"
+    if project.tool in ("tox", "nox-build"):
+        name = f"{project.tool[:3]}:{project.env}"
         found = explain(venv, cwd, env, name)
         return {name: found} if found is not None else {}
     out: dict[str, list[str]] = {}
@@ -327,11 +342,11 @@ def append(path: Path, line: str) -> None:
         f.write(line)
 
 
-def bench(project: Project, logs: Path) -> dict:
-    venv = host(project.tool)
+def bench(key: str, project: Project, logs: Path) -> dict:
+    venv = host(project.tool[:3])
     env = environment(venv)
     log(f"{project.name} ({project.tool} {project.env})")
-    res: dict = {"project": project.name, "version": project.version, "tool": project.tool}
+    res: dict = {"project": key, "version": project.version, "tool": project.tool}
     res |= {"env": project.env, "why": project.why}
 
     plain = checkout(project, "plain")
@@ -349,7 +364,7 @@ def bench(project: Project, logs: Path) -> dict:
         slug = name.replace(" ", "-")
         if edit:
             append(lane / edit, "\n# memotest benchmark edit\n" if edit.endswith(".py") else "\n")
-        if project.tool == "nox" and name != "run1":
+        if project.tool == "nox" and name != "run1":  # the helper
             # nox remakes the venv at the start of the session, and what the new venv
             # holds decides the replay; the helper does not say why a call runs, so the
             # venv is remade first (--install-only) and explain asked then.
@@ -388,7 +403,7 @@ def goals(res: dict) -> dict:
 
 def print_table(results: list[dict]) -> None:
     head = (
-        f"{'project':14} {'tool':4} {'plain':>7} {'run1':>7} {'run2':>7} {'run3':>7} "
+        f"{'project':16} {'tool':9} {'plain':>7} {'run1':>7} {'run2':>7} {'run3':>7} "
         f"{'src edit':>9} {'docs edit':>9}  goals"
     )
     print("\n" + head + "\n" + "-" * len(head))
@@ -401,7 +416,7 @@ def print_table(results: list[dict]) -> None:
         g = res["goals"]
         failed = [k for k, v in g.items() if not v]
         print(
-            f"{res['project']:14} {res['tool']:4} {elapsed(res['plain']):6.1f}s "
+            f"{res['project']:16} {res['tool']:9} {elapsed(res['plain']):6.1f}s "
             f"{cell(res['run1'])} {cell(res['run2'])} {cell(res['run3'])} "
             f"{cell(res['source edit']):>9} {cell(res['docs edit']):>9}  "
             + ("ok" if not failed else "FAIL: " + ", ".join(failed))
@@ -420,7 +435,7 @@ def save(out: Path, results: list[dict], keep_others: bool) -> None:
     """Writes the results so far (after each project: a long run stopped midway keeps
     what it measured); with ``--projects``, the other projects of an earlier run stay."""
     meta = {"python": platform.python_version(), "machine": platform.machine()}
-    for tool in sorted({r["tool"] for r in results}):
+    for tool in sorted({r["tool"][:3] for r in results}):
         meta[tool] = run([str(host(tool) / "bin" / "python"), "-m", "pip", "freeze"]).stdout
     done = {r["project"] for r in results}
     if keep_others and out.exists():
@@ -445,7 +460,7 @@ def main() -> int:
     out = RESULTS / f"{stem}.json"
     results: list[dict] = []
     for name in names:
-        results.append(bench(PROJECTS[name], BENCH / "logs" / stem / name))
+        results.append(bench(name, PROJECTS[name], BENCH / "logs" / stem / name))
         save(out, results, keep_others=bool(args.projects))
     print_table(results)
     print(f"\nwrote {out.relative_to(REPO)}")
