@@ -134,7 +134,7 @@ PROJECTS: dict[str, Project] = {
             "tox.toml with tox-uv, dependency_groups, coverage and JUnit XML in work_dir",
             # The package env's default_base_python is 3.15, not on this machine.
             tool_args=("-x", "env_pkg_base.default_base_python=3.11"),
-            # Its default posargs, without --cov-fail-under=100 (100% only on 3.15) and
+            # Its default posargs, with --cov-fail-under=0 (100% is reached on 3.15 only) and
             # with test_result_missing deselected (it expects 3.15's traceback format and
             # fails on 3.11 with or without memotest).
             posargs=(
@@ -142,6 +142,7 @@ PROJECTS: dict[str, Project] = {
                 "--cov=pyproject_api",
                 "--cov-config=pyproject.toml",
                 "--cov-report=term-missing:skip-covered",
+                "--cov-fail-under=0",
                 "--deselect=tests/test_frontend_setuptools.py::test_result_missing",
                 "tests",
             ),
