@@ -10,9 +10,12 @@ configuration), each with one env or session that runs on the machine's Python 3
 * **cachetools** (tox): a classic ``tox.ini`` with ``py.test --basetemp={envtmpdir}`` and
   ``pytest-cov`` (coverage inside the env's command), the plain virtualenv runner.
 * **pyproject-api** (tox): ``tox.toml`` with ``requires = ["tox-uv"]``,
-  ``dependency_groups``, ``package = "wheel"``, coverage with ``COVERAGE_FILE`` and a
-  JUnit XML report written to tox's ``work_dir`` (the tox-dev family: tox, virtualenv,
-  filelock, platformdirs are alike).
+  ``dependency_groups``, ``package = "wheel"``, coverage with ``COVERAGE_FILE`` and
+  ``COVERAGE_PROCESS_START`` and a JUnit XML report written to tox's ``work_dir`` (the
+  tox-dev family: tox, virtualenv, filelock, platformdirs are alike). Its package env
+  defaults to Python 3.15 and its 100% coverage floor and one test hold on 3.15 only: the
+  benchmark sets the package env's Python (``-x``) and passes its default posargs without
+  the floor and that test.
 * **referencing** (nox): ``nox.options.default_venv_backend = "uv|virtualenv"`` (the uv
   backend here), sessions selected by a custom ``nox.options.sessions`` list with sessions
   not selected by default, and coverage inside the session (``nox -s tests-3.11 --
@@ -23,7 +26,12 @@ configuration), each with one env or session that runs on the machine's Python 3
 * **nox** (nox): nox's own noxfile: ``uv|virtualenv``, non-default sessions
   (``minimums``, ``default=False``), and ``coverage erase`` / ``coverage run -m pytest
   --numprocesses=auto`` / ``coverage combine`` / ``coverage report`` in one session
-  (``.coverage.*`` files made, read and rewritten: item 5 of issue 19).
+  (``.coverage.*`` files made, read and rewritten: item 5 of issue 19). Its whole suite
+  makes venvs and runs tox and nox, minutes here: three of its test files are given as
+  the session's posargs.
+
+jsonschema is also run through the nox loader (``jsonschema-build``: ``memotest build
+--from nox``, the session as one target run with ``nox -R``).
 
 For each project: the plain tool without memotest (``tox -e ENV --no-memotest``; for nox
 the unmodified noxfile), once to make the env (cold) and once more (warm, the time to
