@@ -5,8 +5,14 @@ one after the other into working folders, as ``git checkout`` would: changed fil
 rewritten, files removed by the release are deleted, every other file keeps its content and
 its times. At each revision, in one run:
 
+* **pytest**: the user's own command, one process: ``python -m pytest -q -p no:cacheprovider
+  --continue-on-collection-errors TESTS`` (the flag, as for testmon, keeps one file that
+  cannot be collected from stopping the session); **every ratio printed and the plot are
+  to its wall time**;
+* **pytest -n 2**: the same with pytest-xdist on the two cores (``-n 2``);
 * **RetestAll**: every test file pytest collects, one process per file, sequential, as
   memotest runs them (``python -m pytest -q -p no:cacheprovider FILE``), without memotest;
+  kept in the JSON (and its ratio printed) and the reference of the agreement check;
 * **memotest -j1** and **memotest -j2**: ``memotest build -jN --pytest TESTS``;
 * **pytest-testmon**: ``python -m pytest --testmon --continue-on-collection-errors -q -rfE
   TESTS``.
@@ -39,14 +45,16 @@ reinstall would see and fix by reinstalling.
 
 Checked at each revision (**outcome agreement**): every test file that fails under
 RetestAll was run, and failed, under memotest (-j1 and -j2). Any other outcome is listed as
-a disagreement with memotest's reason for skipping or its status.
+a disagreement with memotest's reason for skipping or its status. A file whose outcome
+differs between RetestAll and one pytest session (one process, or ``-n 2``) is listed as an
+order difference: a test that depends on what another file's tests did before it.
 
 Writes ``benchmarks/results/replay.json`` and the plot ``docs/img/replay.png`` (time per
-revision, one panel per project). The plot needs matplotlib, a benchmark-only dependency
-the script installs into its own venv, ``.bench/venv-plot``. Downloads, extracted sources,
-the per-project venvs (memotest installed editable from this repository, pytest,
-pytest-testmon and the project's test requirements, pinned below) live in ``.bench/`` at
-the repository root.
+revision relative to one-process pytest's, one panel per project). The plot needs
+matplotlib, a benchmark-only dependency the script installs into its own venv,
+``.bench/venv-plot``. Downloads, extracted sources, the per-project venvs (memotest
+installed editable from this repository, pytest, pytest-testmon, pytest-xdist and the
+project's test requirements, pinned below) live in ``.bench/`` at the repository root.
 
 Run::
 
@@ -89,7 +97,12 @@ WORK = Path(os.environ.get("MEMOTEST_BENCH_WORK") or Path(tempfile.gettempdir())
 LOGS = BENCH / "logs" / "replay"
 
 # Installed into every project's venv, besides memotest (editable, from this repository).
-COMMON_REQUIREMENTS = ["pytest-testmon==2.2.0", "coverage==7.17.3"]
+COMMON_REQUIREMENTS = [
+    "pytest-testmon==2.2.0",
+    "coverage==7.17.3",
+    "pytest-xdist==3.8.0",
+    "execnet==2.1.2",
+]
 PLOT_REQUIREMENTS = ["matplotlib"]
 
 
@@ -345,6 +358,13 @@ PROJECTS: dict[str, Project] = {
         ),
     )
 }
+#: The lanes (see the module doc), each its own working folder.
+LANES = ("retest", "pytest", "xdist", "j1", "j2", "testmon")
+#: What every ratio is to: one-process pytest, the user's own command. Results files from
+#: before that lane have RetestAll instead (``base``).
+BASE = "pytest"
+#: The lanes whose ratios to the base are printed, with their labels.
+COMPARED = (("xdist", "pytest -n 2"), ("j1", "memotest -j1"), ("j2", "memotest -j2"))
 DEFAULT_PROJECTS = ("oslo.utils", "cliff", "keystoneauth1", "structlog", "attrs", "click")
 QUICK_PROJECTS = ("oslo.utils", "structlog")
 
@@ -412,28 +432,38 @@ data = json.load(open(sys.argv[1]))
 names = list(data["projects"])
 fig, axes = plt.subplots(len(names), 1, figsize=(10, 3.3 * len(names)), squeeze=False)
 series = [("retest", "RetestAll (one process per file)", "black", "o"),
+          ("xdist", "pytest -n 2", "tab:green", "v"),
           ("j1", "memotest -j1", "tab:blue", "s"),
           ("j2", "memotest -j2", "tab:cyan", "D"),
           ("testmon", "pytest-testmon", "tab:orange", "^")]
 for ax, name in zip(axes[:, 0], names):
     revs = data["projects"][name]["revisions"]
+    base = "pytest" if "pytest" in revs[0] else "retest"
     xs = list(range(len(revs)))
+    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1,
+               label="one-process pytest" if base == "pytest" else "RetestAll")
     for key, label, color, marker in series:
-        ax.plot(xs, [r[key]["wall"] for r in revs], label=label, color=color, marker=marker)
+        if key == base or key not in revs[0]:
+            continue
+        ax.plot(xs, [r[key]["wall"] / r[base]["wall"] for r in revs], label=label,
+                color=color, marker=marker)
     for x, r in zip(xs, revs):
         text = ("%d/%d" % (r["j1"]["ran"], r["j1"]["total"]) if r["j1"]["exit"] != 2
                 else "refused")
-        ax.annotate(text, (x, r["j1"]["wall"]), textcoords="offset points", xytext=(0, 6),
-                    ha="center", fontsize=7, color="tab:blue")
+        ax.annotate(text, (x, r["j1"]["wall"] / r[base]["wall"]), textcoords="offset points",
+                    xytext=(0, 6), ha="center", fontsize=7, color="tab:blue")
     ax.set_xticks(xs)
-    ax.set_xticklabels([r["version"] for r in revs], fontsize=8)
-    ax.set_ylabel("wall time (s)")
+    ax.set_xticklabels(["%s\n%.1fs" % (r["version"], r[base]["wall"]) for r in revs],
+                       fontsize=7)
+    ax.set_ylabel("wall time / %s's" % ("pytest" if base == "pytest" else "RetestAll"))
     ax.set_ylim(bottom=0)
-    ax.set_title("%s: time per release (memotest -j1 targets run / total above its points)"
-                 % name, fontsize=10)
+    ax.set_title("%s: time per release relative to %s (its seconds under each release; "
+                 "memotest -j1 targets run / total above its points)"
+                 % (name, "one-process pytest" if base == "pytest" else "RetestAll"),
+                 fontsize=9)
     ax.grid(alpha=0.3)
 handles, labels = axes[0, 0].get_legend_handles_labels()
-fig.legend(handles, labels, loc="upper center", ncol=4, fontsize=8, frameon=False)
+fig.legend(handles, labels, loc="upper center", ncol=6, fontsize=8, frameon=False)
 fig.tight_layout(rect=(0, 0, 1, 0.97))
 fig.savefig(sys.argv[2], dpi=110)
 """
@@ -657,6 +687,21 @@ def timed(cmd: list[str], cwd: Path, env: dict) -> tuple[float, subprocess.Compl
     return time.monotonic() - t0, proc
 
 
+#: The user's own command: pytest in one process, and pytest-xdist on the two cores. Like
+#: testmon, a file that cannot be collected must not stop the session (see ``testmon``).
+PYTEST_ARGS = ("-m", "pytest", "-q", "-p", "no:cacheprovider", "--continue-on-collection-errors")
+
+
+def pytest_lane(py: str, lane: Path, tests: str, env: dict, logs: Path, workers: int) -> dict:
+    """One pytest session over ``tests`` (``workers`` > 0: ``-n WORKERS``, pytest-xdist);
+    the failing files from its short summary (pytest's default ``-rfE``)."""
+    cmd = [py, *PYTEST_ARGS, *(["-n", str(workers)] if workers else []), tests]
+    wall, proc = timed(cmd, lane, env)
+    out = proc.stdout + proc.stderr
+    (logs / (f"pytest-n{workers}.txt" if workers else "pytest.txt")).write_text(out)
+    return {"wall": round(wall, 3), "exit": proc.returncode, **parse_testmon(out)}
+
+
 def retest_all(py: str, lane: Path, files: list[str], env: dict, logs: Path) -> dict:
     per_file: dict[str, dict] = {}
     t0 = time.monotonic()
@@ -871,12 +916,35 @@ def agreement(retest: dict, build: dict) -> list[dict]:
     return out
 
 
+def order_differences(retest: dict, session: dict) -> dict | None:
+    """The files whose outcome differs between RetestAll (each file alone, the reference
+    of the agreement check) and one pytest session over them all (``session``): a test
+    that depends on what another file's tests did first (order dependence across files).
+    None when they agree."""
+    alone, together = set(retest["failed"]), set(session["failed"])
+    if alone == together:
+        return None
+    return {"alone_only": sorted(alone - together), "session_only": sorted(together - alone)}
+
+
 def ratio(a: float, b: float) -> float:
     return round(a / b, 3) if b else float("nan")
 
 
+def base(revs: list[dict]) -> str:
+    """The lane every ratio is to: one-process pytest, or RetestAll in a results file from
+    before the pytest lanes."""
+    return BASE if BASE in revs[0] else "retest"
+
+
+def timed_lanes(revs: list[dict]) -> tuple[str, ...]:
+    return tuple(k for k in ("retest", "pytest", "xdist", "j1", "j2", "testmon") if k in revs[0])
+
+
 def summarize(revs: list[dict]) -> dict:
     first, rest = revs[0], revs[1:]
+    b = base(revs)
+    lanes = timed_lanes(revs)
 
     def mean(values: list[float]) -> float | None:
         return round(statistics.fmean(values), 3) if values else None
@@ -887,10 +955,9 @@ def summarize(revs: list[dict]) -> dict:
             min(r["retest"]["total"] for r in revs),
             max(r["retest"]["total"] for r in revs),
         ],
-        "first": {
-            k: ratio(first[k]["wall"], first["retest"]["wall"]) for k in ("j1", "j2", "testmon")
-        },
-        "first_wall": {k: first[k]["wall"] for k in ("retest", "j1", "j2", "testmon")},
+        "base": b,
+        "first": {k: ratio(first[k]["wall"], first[b]["wall"]) for k in lanes if k != b},
+        "first_wall": {k: first[k]["wall"] for k in lanes},
     }
     for k in ("j1", "j2"):
         s[f"selection_{k}"] = mean([r[k]["ran"] / r[k]["total"] for r in rest if r[k]["total"]])
@@ -902,9 +969,19 @@ def summarize(revs: list[dict]) -> dict:
     # every tool, to compare like with like) and it is listed under "refused".
     built = [r for r in rest if r["j1"]["exit"] != 2 and r["j2"]["exit"] != 2]
     s["refused"] = [r["version"] for r in revs if 2 in (r["j1"]["exit"], r["j2"]["exit"])]
-    for k in ("j1", "j2", "testmon"):
-        s[f"ratio_{k}"] = mean([ratio(r[k]["wall"], r["retest"]["wall"]) for r in built])
+    for k in lanes:
+        if k != b:
+            s[f"ratio_{k}"] = mean([ratio(r[k]["wall"], r[b]["wall"]) for r in built])
     s["retest_wall_mean"] = mean([r["retest"]["wall"] for r in rest])
+    s["base_wall_mean"] = mean([r[b]["wall"] for r in rest])
+    # Files whose outcome in one pytest session differs from RetestAll's (order dependence
+    # across files; RetestAll stays the reference of the agreement check).
+    s["order_differences"] = [
+        {"version": r["version"], "lane": k, **d}
+        for r in revs
+        for k, d in (r.get("order") or {}).items()
+        if d
+    ]
     # Why the -j1 targets re-ran after the first revision (see attribute()).
     why: dict[str, int] = {}
     without_root_stats = []
@@ -976,9 +1053,10 @@ def fmt(x: float | None, pct: bool = False) -> str:
 def print_tables(results: dict) -> None:
     log("\nPer revision (wall seconds; memotest: targets run/total):")
     log(
-        f"{'project':<10} {'release':<8} {'files':>5} {'RetestAll':>9} {'mt -j1':>14} "
-        f"{'mt -j2':>14} {'testmon':>14} {'fail':>4} {'disagree':>8}"
+        f"{'project':<10} {'release':<8} {'files':>5} {'RetestAll':>9} {'pytest':>6} "
+        f"{'-n 2':>5} {'mt -j1':>14} {'mt -j2':>14} {'testmon':>14} {'fail':>4} {'disagree':>8}"
     )
+    nan = {"wall": float("nan")}
     for name, p in results["projects"].items():
         for r in p["revisions"]:
             j1, j2, tm = r["j1"], r["j2"], r["testmon"]
@@ -987,28 +1065,33 @@ def print_tables(results: dict) -> None:
             )
             log(
                 f"{name:<10} {r['version']:<8} {r['retest']['total']:>5} "
-                f"{r['retest']['wall']:>9.1f} "
+                f"{r['retest']['wall']:>9.1f} {r.get('pytest', nan)['wall']:>6.1f} "
+                f"{r.get('xdist', nan)['wall']:>5.1f} "
                 f"{j1['wall']:>6.1f} {j1['ran']:>3}/{j1['total']:<3} "
                 f"{j2['wall']:>6.1f} {j2['ran']:>3}/{j2['total']:<3} "
                 f"{tm['wall']:>6.1f} {tm['tests_run']:>7} "
                 f"{len(r['retest']['failed']):>4} {dis:>8}"
             )
+    bases = {p["summary"].get("base", "retest") for p in results["projects"].values()}
+    label = "one-process pytest's" if bases == {BASE} else "RetestAll's"
     log(
-        "\nPer project (ratios are wall time / RetestAll's; 'after' = mean over the "
-        "revisions after the first):"
+        f"\nPer project (ratios are wall time / {label}; '1st' = the first revision, a full "
+        "run; the others = mean over the revisions after the first):"
     )
     log(
         f"{'project':<10} {'revs':>4} {'files':>7} {'selected -j1':>12} {'testmon tests':>13} "
-        f"{'1st -j1':>7} {'1st -j2':>7} {'1st tm':>6} {'-j1':>5} {'-j2':>5} {'testmon':>7} "
-        f"{'disagree':>8}"
+        f"{'1st n2':>6} {'1st -j1':>7} {'1st -j2':>7} {'1st tm':>6} {'RetestAll':>9} "
+        f"{'-n 2':>5} {'-j1':>5} {'-j2':>5} {'testmon':>7} {'disagree':>8}"
     )
     for name, p in results["projects"].items():
         s = p["summary"]
+        first = s["first"]
         log(
             f"{name:<10} {s['revisions']:>4} {s['test_files'][0]:>3}-{s['test_files'][1]:<3} "
             f"{fmt(s['selection_j1'], True):>12} {fmt(s['selection_testmon'], True):>13} "
-            f"{fmt(s['first']['j1']):>7} {fmt(s['first']['j2']):>7} "
-            f"{fmt(s['first']['testmon']):>6} {fmt(s['ratio_j1']):>5} {fmt(s['ratio_j2']):>5} "
+            f"{fmt(first.get('xdist')):>6} {fmt(first['j1']):>7} {fmt(first['j2']):>7} "
+            f"{fmt(first['testmon']):>6} {fmt(s.get('ratio_retest')):>9} "
+            f"{fmt(s.get('ratio_xdist')):>5} {fmt(s['ratio_j1']):>5} {fmt(s['ratio_j2']):>5} "
             f"{fmt(s['ratio_testmon']):>7} {len(s['disagreements']):>8}"
         )
     log(
@@ -1053,6 +1136,12 @@ def print_tables(results: dict) -> None:
             log(
                 f"note: {name} {d['version']} -j{d['jobs'][1:]}: {d['file']} failed under "
                 "memotest but passed under RetestAll"
+            )
+        for d in p["summary"].get("order_differences", []):
+            log(
+                f"note: {name} {d['version']}: RetestAll vs pytest {d['lane']} failing files "
+                f"differ (order dependence across files): RetestAll only {d['alone_only']}, "
+                f"{d['lane']} only {d['session_only']}"
             )
         for d in p["summary"]["testmon_differences"]:
             log(
@@ -1104,7 +1193,7 @@ def replay(project: Project, versions: list[str]) -> dict:
     py = str(venv_path / "bin" / "python")
     work = WORK / project.name
     shutil.rmtree(work, ignore_errors=True)
-    lanes = {k: Lane(work / k) for k in ("retest", "j1", "j2", "testmon")}
+    lanes = {k: Lane(work / k) for k in LANES}
     for lane in lanes.values():
         lane.root.mkdir(parents=True)
     revs = []
@@ -1138,6 +1227,8 @@ def replay(project: Project, versions: list[str]) -> dict:
             "collect_errors": col["errors"],
         }
         rev["retest"] = retest_all(py, lanes["retest"].root, col["files"], envs["retest"], logs)
+        for key, workers in (("pytest", 0), ("xdist", 2)):
+            rev[key] = pytest_lane(py, lanes[key].root, project.tests, envs[key], logs, workers)
         rev["causes"] = attribute(py, lanes["j1"].root, diff, envs["j1"], project)
         for jobs in (1, 2):
             rev[f"j{jobs}"] = memotest_build(
@@ -1146,13 +1237,15 @@ def replay(project: Project, versions: list[str]) -> dict:
         rev["testmon"] = testmon(py, lanes["testmon"].root, project.tests, envs["testmon"], logs)
         rev["tests_total"] = col["tests"]
         rev["agreement"] = {k: agreement(rev["retest"], rev[k]) for k in ("j1", "j2")}
+        rev["order"] = {k: order_differences(rev["retest"], rev[k]) for k in ("pytest", "xdist")}
         rev["loadavg"] = os.getloadavg()
         dis = sum(
             1 for k in ("j1", "j2") for d in rev["agreement"][k] if d["kind"] != "extra-failure"
         )
         log(
             f"  {version:<8} changed {len(rev['release_changed']):>3} files | RetestAll "
-            f"{rev['retest']['wall']:5.1f}s ({len(rev['retest']['failed'])} failing) | -j1 "
+            f"{rev['retest']['wall']:5.1f}s ({len(rev['retest']['failed'])} failing) | pytest "
+            f"{rev['pytest']['wall']:5.1f}s | -n 2 {rev['xdist']['wall']:5.1f}s | -j1 "
             f"{rev['j1']['wall']:5.1f}s {rev['j1']['ran']}/{rev['j1']['total']} | -j2 "
             f"{rev['j2']['wall']:5.1f}s {rev['j2']['ran']}/{rev['j2']['total']} | testmon "
             f"{rev['testmon']['wall']:5.1f}s {rev['testmon']['tests_run']} tests | "

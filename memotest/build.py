@@ -209,7 +209,7 @@ class Build:
         if failed and self.summary.first_failure is None:
             self.summary.first_failure = time.monotonic() - self.started
         target = queue.by_name[result.name]
-        plugins.call("memotest_after_target", config=self.config, target=target, result=result)
+        self.step.report(target, result)
 
 
 def interrupt_on_sigterm() -> Callable[[], None]:

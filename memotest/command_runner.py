@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 
+from memotest import faults
 from memotest.jobserver import Jobserver
 from memotest.model import Outcome, Target
 from memotest.plan import Fresh, Stale
@@ -86,8 +87,22 @@ class RealCommandRunner:
             target = self.running.pop(fut)
             if self.jobserver is not None and self.running:
                 self.jobserver.release()
-            reaped.append((target, fut.result()))
+            exc = fut.exception()
+            if isinstance(exc, Exception):  # memotest failed to start it: the others go on
+                reaped.append((target, self._unstarted(target, exc)))
+            else:
+                reaped.append((target, fut.result()))
         return reaped
+
+    def _unstarted(self, target: Target, exc: Exception) -> Outcome:
+        """The outcome of a target memotest failed to start (:mod:`memotest.faults`; once
+        the command started, the runner keeps its result whatever fails)."""
+        where = faults.log(self.step.root, f"running {target.name}", exc)
+        tail = f" (traceback in {where})" if where else ""
+        error = f"memotest could not run it: {faults.one_line(exc)}{tail}"
+        return Outcome(
+            target=target, status="error", exit_code=None, duration=0.0, log=b"", error=error
+        )
 
     def abort(self) -> None:
         """Ctrl-C: ends every running target's whole process tree."""

@@ -119,7 +119,7 @@ class Conflicts:
             result.reason = f"re-run alone: ran alongside {other}, conflict on {edge.path}"
             summary.results = [r for r in summary.results if r.name != n]
             summary.results.append(result)
-            plugins.call("memotest_after_target", config=config, target=t, result=result)
+            self.step.report(t, result)
 
     def recheck_replays(self, by_name: dict[str, Target], summary: Summary) -> None:
         """Targets replayed in this build whose recorded inputs a run of it wrote, checked
@@ -131,7 +131,6 @@ class Conflicts:
         written: set[str] = set()
         for run in self.runs:
             written |= run.footprint.writes | run.footprint.entry_dirs
-        config = self.step.config
         while written:
             paths = written | {os.path.dirname(p) for p in written}
             self.step.states.forget(paths)
@@ -161,7 +160,7 @@ class Conflicts:
                 result.replaces = True
                 summary.results = [r for r in summary.results if r.name != n]
                 summary.results.append(result)
-                plugins.call("memotest_after_target", config=config, target=t, result=result)
+                self.step.report(t, result)
                 if outcome.trace is not None:
                     fp = self.footprint(outcome.trace, outcome)
                     written |= fp.writes | fp.entry_dirs

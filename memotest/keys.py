@@ -65,7 +65,15 @@ class TargetKey:
 
 
 def digest(data: bytes | str) -> str:
-    return xxhash.xxh3_128_hexdigest(data.encode() if isinstance(data, str) else data)
+    """xxh3-128 of ``data``; text as the bytes it came from (a variable's value or a path
+    that is not UTF-8, held with lone surrogates, is hashed as its bytes: ``os.fsencode``;
+    UTF-8 text as ever, so keys do not change)."""
+    if isinstance(data, str):
+        try:
+            data = data.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a lone surrogate no file name decodes to
+            data = data.encode("utf-8", "surrogatepass")
+    return xxhash.xxh3_128_hexdigest(data)
 
 
 def definition(target: Target, roots: Roots | None = None) -> dict[str, object]:
@@ -73,7 +81,7 @@ def definition(target: Target, roots: Roots | None = None) -> dict[str, object]:
     paths under a root in them in portable form (:meth:`Roots.portable_text`)."""
     text = roots.portable_text if roots is not None else _same
     command = target.command
-    return {
+    out: dict[str, object] = {
         "command": text(command) if isinstance(command, str) else [text(w) for w in command],
         "cwd": text(target.cwd),
         "env": {k: text(v) for k, v in target.env},
@@ -82,6 +90,9 @@ def definition(target: Target, roots: Roots | None = None) -> dict[str, object]:
         "outputs": list(target.outputs),
         "inputs": [text(p) for p in target.inputs],
     }
+    if target.scratch:  # only when any: the keys of targets without them stay as they were
+        out["scratch"] = [text(p) for p in target.scratch]
+    return out
 
 
 def passed_environ(settings: Settings, environ: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -7,8 +7,10 @@ the store's lock only while checking and while recording, never while the comman
 so that ``make -j`` or parallel tox envs sharing one store still run side by side.
 
 A damaged store is handled as a build handles it (:mod:`memotest.store.damage`): set
-aside, and the command runs. Once the command ran, a store that fails to record it never
-makes it run again: its result is returned, not cached, with the reason in ``note``.
+aside, and the command runs. Once the command ran, nothing memotest does raises: a failure
+to read its trace, record or report it leaves its result returned, not cached, with the
+reason in ``note`` (:mod:`memotest.faults`). So an exception out of :func:`run_memoized`
+means the command did not start, and a caller may run it some other way, once.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from memotest import plugins
+from memotest import faults, plugins
 from memotest.config import Project, Settings
 from memotest.errors import UsageError
 from memotest.model import Outcome, Target
@@ -34,7 +36,7 @@ from memotest.remote.fetch import fetch
 from memotest.report import TargetResult
 from memotest.runner import Runner
 from memotest.step import Step
-from memotest.store import Store, StoreError
+from memotest.store import Store
 from memotest.tracer.warm.pool import WorkerPool
 
 LOCK_TIMEOUT = 600.0
@@ -46,15 +48,19 @@ class MemoResult:
     ``exit_code`` are the recorded ones; ``reason`` says why it ran otherwise."""
 
     name: str
-    status: str  # passed, failed, timeout, error
+    status: str  # passed, failed, timeout, error, skipped (memotest.runner)
     exit_code: int | None
     cached: bool
     log: bytes
     duration: float
     reason: str | None = None
     note: str | None = None  # why a passing result was not stored as reusable
+    #: memotest itself failed after the command ran: ``note`` says how (shown always).
+    fault: bool = False
     #: The log was written to ``tee`` while the command ran (so not to be printed again).
     streamed: bool = False
+    #: Why the command said it skipped (``status`` skipped: :mod:`memotest.runner`).
+    skip_reason: str | None = None
 
 
 def run_memoized(
@@ -104,10 +110,14 @@ def run_memoized(
     try:
         return _replay_or_run(step, target, root, tee, unkeyed_env, remote)
     finally:
-        if remote is not None:
-            remote.close()  # the upload joined: the calling tool may exit next
-        if own_pool is not None:
-            own_pool.close()
+        # After the command: a failure here must not turn its result into an exception.
+        try:
+            if remote is not None:
+                remote.close()  # the upload joined: the calling tool may exit next
+            if own_pool is not None:
+                own_pool.close()
+        except Exception as exc:
+            faults.log(root, f"closing after {target.name}", exc)
 
 
 def _remote(settings: Settings) -> RemoteCache | None:
@@ -140,15 +150,19 @@ def _replay_or_run(
             replayed = step.replay(target, rec, store)
             step.mark_used(store)
             if replayed is not None:
-                after_target(step.config, target, replayed)
+                step.report(target, replayed)
                 return MemoResult(
                     target.name, rec.status, rec.exit_code, True, replayed.log, rec.duration
                 )
     reason = step.unreplayable.get(target.name) or verdict.reason
     step.snapshot(target, verdict.record)
     outcome = step.run(target, tee=tee, unkeyed_env=unkeyed_env)
-    result = _record(step, target, outcome, verdict, root)
-    after_target(step.config, target, result)
+    # The command ran: from here on, nothing raises (memotest.faults).
+    try:
+        result = _record(step, target, outcome, verdict, root)
+    except Exception as exc:
+        result = _standing(outcome, faults.note(root, f"recording {target.name}", exc))
+    step.report(target, result)
     return MemoResult(
         target.name,
         outcome.status,
@@ -158,7 +172,9 @@ def _replay_or_run(
         outcome.duration,
         reason=reason,
         note=result.note,
+        fault=result.fault,
         streamed=tee is not None,
+        skip_reason=outcome.skip_reason,
     )
 
 
@@ -169,19 +185,31 @@ def _record(
     opened again, or fails while recording, leaves the result standing, not cached."""
     if outcome.trace is None:
         return step.record(target, outcome, verdict, None)
-    try:
-        with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT, roots=step.roots) as store:
-            result = step.record(target, outcome, verdict, store)
-            # Housekeeping: the next call does it if this one fails.
-            with contextlib.suppress(StoreError, OSError):
-                store.gc_if_due(step.settings.max_size)
-            return result
-    except (StoreError, OSError) as exc:
-        result = step.record(target, outcome, verdict, None)
-        result.note = f"not cached: the store failed to record it: {exc}"
+    with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT, roots=step.roots) as store:
+        result = step.record(target, outcome, verdict, store)
+        # Housekeeping: the next call does it if this one fails.
+        with contextlib.suppress(Exception):
+            store.gc_if_due(step.settings.max_size)
         return result
 
 
-def after_target(config: Config, target: Target, result: TargetResult) -> None:
-    """``memotest_after_target``, as a build fires it for each target."""
-    plugins.call("memotest_after_target", config=config, target=target, result=result)
+def _standing(outcome: Outcome, note: str) -> TargetResult:
+    """The result of a run memotest failed to record: the command's own, not cached."""
+    return TargetResult(
+        outcome.target.name,
+        outcome.status,
+        outcome.duration,
+        outcome.exit_code,
+        reason=outcome.error,
+        log=outcome.log,
+        note=note,
+        fault=True,
+    )
+
+
+def after_target(
+    config: Config, target: Target, result: TargetResult, root: Path | None = None
+) -> None:
+    """``memotest_after_target``, as a build fires it (:meth:`Step.report`: a plugin that
+    fails there does not undo the result)."""
+    Step.report_to(config, root, target, result)

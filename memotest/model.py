@@ -45,6 +45,10 @@ class Target:
     inputs: tuple[str, ...] = ()
     source: SourceLocation | None = None
     warm: tuple[str, ...] = ()
+    #: Absolute folders the runner empties and makes again before each run, so that
+    #: nothing in them is an input (``memotest/scratch.py``); set by drivers (tox's
+    #: ``env_tmp_dir``), part of the key when any.
+    scratch: tuple[str, ...] = ()
 
     @property
     def argv(self) -> list[str]:
@@ -163,6 +167,9 @@ class Trace:
     first_change: dict[str, str] = field(default_factory=dict)
     started_ns: int = 0
     finished_ns: int = 0
+    #: The start on the file system's clock (the change time of a file touched right
+    #: before the command started; 0 when unknown): see :func:`changed_since`.
+    fs_started_ns: int = 0
     #: Paths that another process than the command's own (a subprocess, or the warm
     #: worker it was forked from) read or stat'ed: such a file stays whole (a finer kind
     #: holds only for what the command's own process did).
@@ -172,6 +179,10 @@ class Trace:
     #: ``[qualified name, first line, check digest]`` (``worker/codes.py``,
     #: ``inputs/code.py``). None when the run could not tell.
     code: dict[str, list[list]] | None = None
+    #: With ``code``, when a test runner's plugin labelled the parts of the run (each
+    #: test): the code of the project's files each part executed
+    #: (``worker/code_watch.py``'s ``phase_report``). None otherwise.
+    phases: dict[str, object] | None = None
     #: Folders that a process other than the command's own (and the warm worker's)
     #: listed.
     listed_elsewhere: set[str] = field(default_factory=set)
@@ -239,8 +250,34 @@ class Input:
 
 
 #: File system timestamps come from a coarse clock that can lag the one a start time is
-#: read from; a change this close before the start is treated as after it.
+#: read from; a change this close before the start is treated as after it, when the run's
+#: start on the file system's own clock is not known (:attr:`Trace.fs_started_ns`).
 CLOCK_SLACK_NS = 50_000_000
+#: A file system whose timestamps are whole seconds (ext4 with 128-byte inodes) or two
+#: seconds (FAT) truncates a change's time down: compared with the start floored to this.
+COARSE_NS = 2_000_000_000
+
+
+def changed_since(mtime_ns: int, ctime_ns: int, started_ns: int, fs_started_ns: int = 0) -> bool:
+    """Whether a path with these times may have changed at or after a run's start.
+
+    ``fs_started_ns`` is the start as the file system's clock tells it: the change time
+    the kernel gave a file memotest touched right before the command started
+    (``tracer/run.py``). Every later change gets a time at least that (the kernel stamps
+    changes from one clock, coarse but never going back: Linux's multigrain timestamps
+    keep that order too), so a change strictly before it is before the run, however
+    close: no blanket slack is needed, and a file rewritten a few milliseconds before the
+    start (an installer's ``.pth``) is not taken for one changed while the run ran. A time
+    equal to it may be either, and counts as during. Times in whole seconds are compared
+    with the start floored to two seconds. Without it, ``started_ns`` less
+    :data:`CLOCK_SLACK_NS`. Out of reach, as before: the clock set back during the run,
+    and a file system whose times come from another machine's clock (NFS)."""
+    changed = max(mtime_ns, ctime_ns)
+    if not fs_started_ns:
+        return changed >= started_ns - CLOCK_SLACK_NS
+    if mtime_ns % 1_000_000_000 == 0 and ctime_ns % 1_000_000_000 == 0:
+        return changed >= fs_started_ns - fs_started_ns % COARSE_NS
+    return changed >= fs_started_ns
 
 
 class StatSig(NamedTuple):
@@ -256,14 +293,16 @@ class StatSig(NamedTuple):
         """The signature of a stat result."""
         return cls(st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
-    def touched_since(self, started_ns: int) -> bool:
-        """Whether this signature shows a change at or after ``started_ns``."""
-        return max(self.mtime_ns, self.ctime_ns) >= started_ns - CLOCK_SLACK_NS
+    def touched_since(self, started_ns: int, fs_started_ns: int = 0) -> bool:
+        """Whether this signature shows a change at or after the start
+        (:func:`changed_since`)."""
+        return changed_since(self.mtime_ns, self.ctime_ns, started_ns, fs_started_ns)
 
 
 @dataclass
 class Outcome:
-    """How one run of a target ended. ``status`` is passed, failed, timeout or error."""
+    """How one run of a target ended. ``status`` is passed, failed, timeout, error or
+    skipped (the command said so: :mod:`memotest.runner`, with ``skip_reason``)."""
 
     target: Target
     status: str
@@ -276,6 +315,16 @@ class Outcome:
     #: The run's own folder (its TMPDIR, captured log and trace), removed after the run:
     #: nothing in it, nor the folder itself, is ever an input.
     workdir: str = ""
+    #: The target's scratch folders the runner made fresh before the run
+    #: (``memotest/scratch.py``): nothing in them, nor the folders, is an input.
+    scratch: tuple[str, ...] = ()
     attempts: int = 1
+    #: The outcome of each test the run reported (``memotest/testcases.py``), None when
+    #: it reported none.
+    tests: list | None = None
     started: float = 0.0  # time.monotonic() at start, for the scheduler
     finished: float = 0.0
+    #: memotest's own failure after the command ran (reading its trace): the result
+    #: stands, not cached, with this as the reason (:mod:`memotest.faults`).
+    fault: Exception | None = None
+    skip_reason: str | None = None

@@ -181,6 +181,7 @@ def _stale_by_result(rec: Record, last: Record) -> Stale | None:
             "failed": f"last run failed (exit code {rec.exit_code})",
             "timeout": "last run timed out",
             "error": "last run could not be carried out",
+            "skipped": "last run was skipped",
         }.get(rec.status, f"last run {rec.status}")
         return Stale("failed", how, detail=rec.status, record=last)
     if not rec.cacheable:
@@ -306,10 +307,14 @@ def _decide(rec: Record, last: Record, store: Store) -> Fresh | Stale:
     stale = _stale_by_result(rec, last)
     if stale is not None:
         return stale
-    digests = [rec.log_digest, *(split_output(v)[0] for v in rec.outputs.values())]
+    digests = [
+        rec.log_digest,
+        rec.tests_digest,
+        *(split_output(v)[0] for v in rec.outputs.values()),
+    ]
     missing = next((d for d in digests if d and not store.has_blob(d)), None)
     if missing is not None:
-        reason = "the stored log or outputs are gone from the store"
+        reason = "the stored log, outputs or test results are gone from the store"
         return Stale("blob-missing", reason, detail=missing, record=last)
     return Fresh(rec)
 

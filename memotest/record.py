@@ -22,9 +22,11 @@ from memotest.inputs.registry import kind_of, refine
 from memotest.keys import TargetKey
 from memotest.model import Outcome, Target
 from memotest.observe import Ignore, observe
+from memotest.parts import parts_blob
 from memotest.rewritten import Before, rewritten_as_before
 from memotest.shaping import used
 from memotest.store import STORE_DIR, Record, Store, output_value
+from memotest.testcases import encode as encode_tests
 from memotest.tracer.collect import is_pseudo
 
 
@@ -41,14 +43,15 @@ def make_record(
     services: Sequence[str] = (),
 ) -> Record:
     """The record of a finished run: its inputs fingerprinted right after the run, its
-    log and declared outputs put into the store's CAS, and whether it may be reused.
+    log, declared outputs and per-test results put into the store's CAS, and whether it
+    may be reused.
     ``before``: the files the target's last record rewrote, fingerprinted before this run
     (:func:`snapshot`). ``services``: the endpoints the user declared (``settings.services``)."""
     assert outcome.trace is not None
     trace = outcome.trace
     if not isinstance(ignore, Ignore):
         ignore = Ignore(ignore, str(root))
-    skip = ignore.also(str(root / STORE_DIR), outcome.workdir)
+    skip = ignore.also(str(root / STORE_DIR), outcome.workdir, *outcome.scratch)
     obs = observe(trace, skip, services=services)
     dropped = False
     if plugins.manager().hook.memotest_is_input.get_hookimpls():
@@ -111,6 +114,10 @@ def make_record(
         outputs=outputs,
         rewritten=obs.rewritten,
         shaping=used(key.shaping or frozenset(), inputs, dropped=dropped),
+        tests_digest=(
+            store.put_blob(encode_tests(outcome.tests)) if outcome.tests is not None else None
+        ),
+        parts=parts_blob(trace, inputs, states, store) if trace.phases else None,
     )
 
 

@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 from memotest.shard import ShardPlan
+from memotest.testcases import TestOutcome
 from memotest.textsafe import printable
 
 STATUSES = ("passed", "failed", "cached", "timeout", "error", "skipped")
@@ -27,10 +28,16 @@ class TargetResult:
     log: bytes = b""
     flaky: bool = False
     note: str | None = None  #: e.g. why a passing result was not cached
+    #: memotest itself failed after the command ran (:mod:`memotest.faults`): ``note``
+    #: says how, and is shown without ``-v``.
+    fault: bool = False
     #: This result replaces the one reported before for the same target in this build (a
     #: replay run again once a run wrote what it read): the summary and the reports hold
     #: the target once, with this result; a plugin counting results should too.
     replaces: bool = False
+    #: The outcome of each test the target ran (``memotest/testcases.py``; ``cached`` on
+    #: a replay), None when it reported none.
+    tests: list[TestOutcome] | None = None
 
 
 @dataclass
@@ -46,15 +53,23 @@ class Summary:
     def count(self, status: str) -> int:
         return sum(1 for r in self.results if r.status == status)
 
+    def tests(self) -> list[TestOutcome] | None:
+        """The tests of the targets that reported theirs, None when none did."""
+        lists = [r.tests for r in self.results if r.tests is not None]
+        return [t for tests in lists for t in tests] if lists else None
+
     @property
     def saved(self) -> float:
         return sum(r.duration for r in self.results if r.status == "cached")
 
     @property
     def ok(self) -> bool:
+        """Whether the build succeeded: no failure, and no audit error. A skipped target
+        is not a failure (a command that said it skipped, or one whose need did not pass,
+        which that need's own failure already counts)."""
         if self.audit.get("errors"):
             return False
-        return all(r.status in ("passed", "cached") for r in self.results)
+        return all(r.status in ("passed", "cached", "skipped") for r in self.results)
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -78,17 +93,31 @@ class Summary:
             "hazards": [
                 {"before": e.before, "after": e.after, "path": e.path} for e in self.hazards
             ],
-            "targets": [
-                {
-                    "name": r.name,
-                    "status": r.status,
-                    "duration": round(r.duration, 3),
-                    "exit_code": r.exit_code,
-                    "reason": r.reason,
-                }
-                for r in self.results
-            ],
+            "targets": [_target_json(r) for r in self.results],
         }
+
+
+def _target_json(r: TargetResult) -> dict[str, object]:
+    """One target of the JSON report; with ``tests`` when it reported its tests."""
+    out: dict[str, object] = {
+        "name": r.name,
+        "status": r.status,
+        "duration": round(r.duration, 3),
+        "exit_code": r.exit_code,
+        "reason": r.reason,
+        "note": r.note,
+    }
+    if r.tests is not None:
+        out["tests"] = [
+            {
+                "id": t.id,
+                "status": t.outcome,
+                "duration": round(t.duration, 3),
+                "cached": t.cached,
+            }
+            for t in r.tests
+        ]
+    return out
 
 
 def write_json(summary: Summary, path: str) -> None:
@@ -98,40 +127,95 @@ def write_json(summary: Summary, path: str) -> None:
 
 
 def write_junit(summary: Summary, path: str) -> None:
-    """JUnit XML as Jenkins, GitLab and GitHub test reporters read it. Cached targets are
-    passing test cases with a ``cached`` property; skipped ones are ``<skipped/>``."""
+    """JUnit XML as Jenkins, GitLab and GitHub test reporters read it.
+
+    A target that reported its tests (``memotest/testcases.py``: a ``--pytest`` target)
+    is one test case per test, as its test runner's own JUnit XML writes them (pytest's
+    names, failures, errors and skips), each with a property ``memotest.cached``
+    (``true`` when replayed). Any other target is one test case: cached ones pass with a
+    ``cached`` property, skipped ones are ``<skipped/>``."""
+    cases: list[ET.Element] = []
+    for r in summary.results:
+        cases.extend(_test_cases(r))
+        # A target that failed with no failing test (a crash, a session-level failure)
+        # keeps its own case: the failure must show.
+        if r.tests is None or (
+            r.status not in ("passed", "cached") and not any(t.failing for t in r.tests)
+        ):
+            cases.append(_target_case(r))
     suite = ET.Element(
         "testsuite",
         name="memotest",
-        tests=str(len(summary.results)),
-        failures=str(summary.count("failed")),
-        errors=str(summary.count("timeout") + summary.count("error")),
-        skipped=str(summary.count("skipped")),
+        tests=str(len(cases)),
+        failures=str(sum(1 for c in cases if c.find("failure") is not None)),
+        errors=str(sum(1 for c in cases if c.find("error") is not None)),
+        skipped=str(sum(1 for c in cases if c.find("skipped") is not None)),
         time=f"{summary.duration:.3f}",
     )
-    for r in summary.results:
-        case = ET.SubElement(
-            suite,
-            "testcase",
-            classname="memotest",
-            name=printable(r.name),
-            time=f"{r.duration:.3f}",
-        )
-        log = _xml_text(r.log.decode("utf-8", "replace"))
-        if r.status == "failed":
-            ET.SubElement(case, "failure", message=f"exit code {r.exit_code}").text = log
-        elif r.status in ("timeout", "error"):
-            ET.SubElement(
-                case, "error", message=_xml_text(printable(r.reason or r.status))
-            ).text = log
-        elif r.status == "skipped":
-            ET.SubElement(case, "skipped", message=_xml_text(printable(r.reason or "skipped")))
-        elif r.status == "cached":
-            props = ET.SubElement(case, "properties")
-            ET.SubElement(props, "property", name="cached", value="true")
+    suite.extend(cases)
     root = ET.Element("testsuites")
     root.append(suite)
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _target_case(r: TargetResult) -> ET.Element:
+    """The one test case of a target that did not report its tests."""
+    case = ET.Element("testcase", classname="memotest", name=printable(r.name))
+    case.set("time", f"{r.duration:.3f}")
+    log = _xml_text(r.log.decode("utf-8", "replace"))
+    if r.status == "failed":
+        ET.SubElement(case, "failure", message=f"exit code {r.exit_code}").text = log
+    elif r.status in ("timeout", "error"):
+        ET.SubElement(case, "error", message=_xml_text(printable(r.reason or r.status))).text = log
+    elif r.status == "skipped":
+        ET.SubElement(case, "skipped", message=_xml_text(printable(r.reason or "skipped")))
+    elif r.status == "cached":
+        props = ET.SubElement(case, "properties")
+        ET.SubElement(props, "property", name="cached", value="true")
+    return case
+
+
+def _test_cases(r: TargetResult) -> list[ET.Element]:
+    """The test cases of a target's tests, each marked ``memotest.cached``."""
+    out: list[ET.Element] = []
+    for t in r.tests or ():
+        elements = []
+        for text in t.junit:
+            try:
+                elements.append(ET.fromstring(text))
+            except ET.ParseError:
+                elements = []
+                break
+        if not elements:  # the test runner could not say: named from its id
+            elements = [_plain_case(t)]
+        for case in elements:
+            props = case.find("properties")
+            if props is None:
+                props = ET.Element("properties")
+                case.insert(0, props)
+            value = "true" if t.cached else "false"
+            ET.SubElement(props, "property", name="memotest.cached", value=value)
+            out.append(case)
+    return out
+
+
+def _plain_case(t: TestOutcome) -> ET.Element:
+    """A test case made from an outcome without the runner's own JUnit element."""
+    file, _, rest = t.id.partition("::")
+    parts = rest.split("::") if rest else []
+    dotted = file.replace("/", ".").removesuffix(".py")
+    classname = t.classname or ".".join([dotted, *parts[:-1]])
+    name = t.name or (parts[-1] if parts else dotted.rsplit(".", 1)[-1])
+    case = ET.Element("testcase", classname=_xml_text(classname), name=_xml_text(name))
+    case.set("time", f"{t.duration:.3f}")
+    text = _xml_text(t.longrepr)
+    if t.outcome == "failed":
+        ET.SubElement(case, "failure", message=text.splitlines()[-1] if text else "").text = text
+    elif t.outcome == "error":
+        ET.SubElement(case, "error", message="error").text = text
+    elif t.outcome in ("skipped", "xfailed"):
+        ET.SubElement(case, "skipped", message=text.splitlines()[-1] if text else "")
+    return case
 
 
 def _xml_text(s: str) -> str:

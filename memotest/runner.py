@@ -2,6 +2,17 @@
 
 This is the "run under tracer" arrow: a :class:`Target` goes in, an :class:`Outcome` with
 the :class:`Trace` comes out. Deciding whether to run, and what to store, is elsewhere.
+
+**Skips.** A command may say that it did not do its work (a test runner that skipped
+every test for want of an interpreter, a nox session nox skipped): every run gets
+``MEMOTEST_SKIP_FILE``, a path in its own folder (never an input, not part of the key),
+and a command that writes a reason there and exits 0 ends ``skipped``, with that reason.
+A skip is never a pass: it is reported as skipped, not counted as a failure (exit status
+0), recorded so that ``explain`` says "last run was skipped", and never replayed (the
+next build runs it again, since what made it skip, an interpreter found on PATH or not,
+may be seen only in part). A non-zero exit status stays a failure whatever the file says.
+The adapters turn their tool's own skips into this (``memotest_nox.session``,
+``memotest_tox.run_env``).
 """
 
 from __future__ import annotations
@@ -16,11 +27,33 @@ import threading
 import time
 from typing import BinaryIO
 
-from memotest.model import Outcome, Target
+from memotest import faults
+from memotest.model import Outcome, Target, Trace
+from memotest.scratch import make_fresh
+from memotest.testcases import RESULTS_ENV, read_results
 from memotest.tracer.run import TracedRun
 from memotest.tracer.warm.pool import WorkerPool
 from memotest.tracer.warm.remote import RemoteProcess
 from memotest.tracer.warm.spec import WarmSpec, WarmUnavailable
+
+#: The variable naming the file a command writes a reason into to end ``skipped``.
+SKIP_FILE = "MEMOTEST_SKIP_FILE"
+#: The longest reason read from it.
+SKIP_REASON_MAX = 500
+
+
+def _skipped(outcome: Outcome, path: str) -> None:
+    """Makes a passing ``outcome`` skipped when the command wrote a reason into ``path``."""
+    if outcome.status != "passed" or outcome.exit_code != 0:
+        return
+    try:
+        with open(path, "rb") as f:
+            text = f.read(SKIP_REASON_MAX * 4).decode("utf-8", "replace")
+    except OSError:
+        return
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    outcome.status = "skipped"
+    outcome.skip_reason = ("; ".join(lines) or "skipped")[:SKIP_REASON_MAX]
 
 
 class Runner:
@@ -43,7 +76,12 @@ class Runner:
         tmpdir = os.path.join(work, "tmp")
         os.mkdir(tmpdir)
         log_path = os.path.join(work, "log")
-        env = dict(env, TMPDIR=tmpdir, TMP=tmpdir, TEMP=tmpdir)
+        skip_file = os.path.join(work, "skip")
+        # The run's per-test results (memotest/testcases.py): in its own folder, so
+        # never an input, an output nor shared with another run.
+        results = os.path.join(work, "tests.jsonl")
+        per_run = {SKIP_FILE: skip_file, RESULTS_ENV: results}
+        env = dict(env, TMPDIR=tmpdir, TMP=tmpdir, TEMP=tmpdir, **per_run)
         started = time.monotonic()
         try:
             with open(log_path, "wb") as log:
@@ -55,7 +93,9 @@ class Runner:
                         follower.finish()
             with open(log_path, "rb") as f:
                 outcome.log = f.read()
+            outcome.tests = read_results(results)
             outcome.workdir = work
+            _skipped(outcome, skip_file)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return outcome
@@ -65,6 +105,7 @@ class Runner:
     ) -> Outcome:
         if not os.path.isdir(target.cwd):
             return self._error(target, f"cwd {target.cwd} does not exist", started)
+        scratch = make_fresh(target.scratch, target.cwd)  # the run's own, as its TMPDIR
         worker = self._worker(target, env) if warm else None
         traced = TracedRun(
             target.argv,
@@ -94,7 +135,11 @@ class Runner:
                     status = "timeout"
                 elif self.interrupted.is_set():
                     status = "error"
-                trace = traced.finish()
+                try:
+                    faults.inject("trace")
+                    trace = traced.finish()
+                except Exception as exc:  # the command ran: its result stands (faults.py)
+                    return self._faulted(target, traced, status, exc, tmpdir, started, scratch)
             finally:
                 with self._lock:
                     self._running.discard(traced)
@@ -125,10 +170,48 @@ class Runner:
                 # Run it again, fresh (tracer/warm/preload.py).
                 log.seek(0)
                 log.truncate()
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(env[RESULTS_ENV])
                 shutil.rmtree(tmpdir, ignore_errors=True)
                 os.mkdir(tmpdir)
                 return self._run_traced(target, env, log, tmpdir, started, warm=False)
-        if status == "passed" and trace.exit_code != 0:
+        return self._ended(
+            target, status, trace.exit_code, tmpdir, started, trace=trace, scratch=scratch
+        )
+
+    def _faulted(
+        self,
+        target: Target,
+        traced: TracedRun,
+        status: str,
+        exc: Exception,
+        tmpdir: str,
+        started: float,
+        scratch: tuple[str, ...] = (),
+    ) -> Outcome:
+        """The outcome of a run whose trace memotest failed to read: the command's own
+        exit status, no trace (so no record), and the failure to report
+        (:mod:`memotest.faults`)."""
+        with contextlib.suppress(Exception):  # what it left running, as finish() would
+            traced.kill()
+        code = traced.proc.returncode if traced.proc is not None else None
+        return self._ended(target, status, code, tmpdir, started, fault=exc, scratch=scratch)
+
+    def _ended(
+        self,
+        target: Target,
+        status: str,
+        code: int | None,
+        tmpdir: str,
+        started: float,
+        *,
+        trace: Trace | None = None,
+        fault: Exception | None = None,
+        scratch: tuple[str, ...] = (),
+    ) -> Outcome:
+        """The outcome of a run that ended with ``code`` (``status`` so far: passed,
+        timeout or error)."""
+        if status == "passed" and code != 0:
             status = "failed"
         if self.interrupted.is_set():
             status = "error"
@@ -136,13 +219,15 @@ class Runner:
         return Outcome(
             target=target,
             status=status,
-            exit_code=None if status == "timeout" else trace.exit_code,
+            exit_code=None if status == "timeout" else code,
             duration=finished - started,
             log=b"",
             trace=trace,
             tmpdir=tmpdir,
+            scratch=scratch,
             started=started,
             finished=finished,
+            fault=fault,
         )
 
     def _worker(self, target: Target, env: dict[str, str]):
@@ -159,7 +244,7 @@ class Runner:
             "error",
             None,
             now - started,
-            message.encode() + b"\n",
+            message.encode("utf-8", "surrogateescape") + b"\n",  # a path in it: its bytes
             error=message,
             started=started,
             finished=now,

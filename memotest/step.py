@@ -16,11 +16,14 @@ takes a target at a time:
 * :meth:`Step.run`: the target under the tracer (``memotest_before_target`` first; a
   ``flaky`` target is tried again while it fails);
 * :meth:`Step.record`: the run's record put into the store;
+* :meth:`Step.report`: ``memotest_after_target`` for a result (a plugin failing there
+  stops nothing);
 * :meth:`Step.mark_used`: the variants replayed, marked used in the store, once per build
   in one transaction (the size bound evicts the least recently used variants).
 
-A store that fails while a target's result is recorded never undoes the run: the result
-stands, not cached, with the reason (:meth:`Step.record`), so no caller runs it twice.
+Whatever fails inside memotest once a target's command ran (reading its trace, recording,
+storing, uploading) never undoes the run: the result stands, not cached, with the reason
+(:meth:`Step.record`, :mod:`memotest.faults`), so no caller runs it twice.
 
 The store is an argument of each method rather than held: ``run_memoized`` holds the
 store's lock only while checking and while recording, never while the command runs, so
@@ -31,12 +34,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
+from memotest import faults, plugins
 from memotest import keys as keymod
-from memotest import plugins
 from memotest.config import Settings
 from memotest.fingerprint import FileStates
 from memotest.keys import TargetKey
@@ -51,6 +55,8 @@ from memotest.roots import of as roots_of
 from memotest.runner import Runner
 from memotest.shaping import granted
 from memotest.store import STORE_DIR, Record, Store, StoreError
+from memotest.testcases import TestOutcome
+from memotest.testcases import decode as decode_tests
 
 #: How many times a ``flaky`` target runs before its failure stands.
 FLAKY_ATTEMPTS = 3
@@ -119,12 +125,17 @@ class Step:
         try:
             store.restore_outputs(record.outputs, target.cwd)
             log = store.read_blob(record.log_digest) if record.log_digest else b""
-        except (StoreError, OSError) as exc:
+            tests: list[TestOutcome] | None = None
+            if record.tests_digest:
+                tests = [t.as_cached() for t in decode_tests(store.read_blob(record.tests_digest))]
+        except (StoreError, OSError, ValueError) as exc:
             self.unreplayable[target.name] = f"its stored result cannot be replayed: {exc}"
             return None
         if record.variant_id is not None:
             self.used.append(record.variant_id)
-        return TargetResult(target.name, "cached", record.duration, record.exit_code, log=log)
+        return TargetResult(
+            target.name, "cached", record.duration, record.exit_code, log=log, tests=tests
+        )
 
     def mark_used(self, store: Store | None) -> None:
         """Mark the variants replayed so far used, in one transaction (a store that fails
@@ -147,6 +158,7 @@ class Step:
     ) -> Outcome:
         """Runs ``target`` (in a worker thread of a build), retried if flaky.
         ``unkeyed_env`` is passed to the command without being part of its key."""
+        faults.inject("before")
         env = keymod.run_environ(target, self.settings, self.environ)
         env.update(unkeyed_env or {})
         plugins.call("memotest_before_target", config=self.config, target=target, env=env)
@@ -156,8 +168,12 @@ class Step:
         while outcome.status in ("failed", "timeout") and n < attempts:
             if self.runner.interrupted.is_set():
                 break
-            n += 1
-            outcome = self.runner.run(target, env, tee=tee)
+            try:
+                again = self.runner.run(target, env, tee=tee)
+            except Exception as exc:  # it ran once: that result stands (faults.py)
+                faults.log(self.root, f"retrying {target.name}", exc)
+                break
+            outcome, n = again, n + 1
         outcome.attempts = n
         return outcome
 
@@ -174,10 +190,16 @@ class Step:
             outcome.status,
             outcome.duration,
             outcome.exit_code,
-            reason=outcome.error or reason,
+            reason=outcome.error or outcome.skip_reason or reason,
             log=outcome.log,
             flaky=outcome.attempts > 1 and outcome.status == "passed",
+            tests=outcome.tests,
         )
+        if outcome.fault is not None:
+            result.note = faults.note(
+                self.root, f"reading the trace of {target.name}", outcome.fault
+            )
+            result.fault = True
         trace = outcome.trace
         if trace is None or self.runner.interrupted.is_set():
             return result
@@ -199,11 +221,33 @@ class Step:
                 services=self.settings.services,
             )
             store.put(rec)
-        except (StoreError, OSError, UnicodeError) as exc:  # the run stands: never run it twice
-            result.note = f"not cached: the store failed to record it: {exc}"
+            if self.uploader is not None:
+                self.uploader(store, key, rec)
+        except Exception as exc:  # the run stands, and is never run twice (faults.py)
+            result.note = faults.note(self.root, f"recording {target.name}", exc)
+            result.fault = True
             return result
-        if self.uploader is not None:
-            self.uploader(store, key, rec)
         if not rec.cacheable and outcome.status == "passed":
             result.note = f"not cached: {rec.uncacheable_reason}"
         return result
+
+    def report(self, target: Target, result: TargetResult) -> None:
+        """``memotest_after_target`` for ``target``'s result (:meth:`report_to`)."""
+        self.report_to(self.config, self.root, target, result)
+
+    @staticmethod
+    def report_to(config: Config, root: Path | None, target: Target, result: TargetResult) -> None:
+        """``memotest_after_target``. A plugin that fails there (the terminal reporter
+        included) does not undo the result, nor stop a build: one line on stderr, also
+        added to ``result.note``; the traceback logged (:mod:`memotest.faults`)."""
+        try:
+            faults.inject("report")
+            plugins.call("memotest_after_target", config=config, target=target, result=result)
+        except Exception as exc:
+            where = faults.log(root, f"reporting {target.name}", exc)
+            tail = f" (traceback in {where})" if where else ""
+            line = f"memotest could not report {target.name}: {faults.one_line(exc)}{tail}"
+            result.note = f"{result.note}; {line}" if result.note else line
+            result.fault = True
+            with contextlib.suppress(Exception):
+                sys.stderr.write(f"memotest: error: {line}\n")

@@ -73,3 +73,37 @@ def test_trace_json_carries_a_path_that_is_not_utf8(tmp_path: Path) -> None:
     data = json.loads(proc.stdout)
     paths = json.dumps(data)
     assert "m\\udcff" in paths, paths  # json's escape of the byte, lossless
+
+
+LIST_TOML = """
+[settings]
+pass_env = ["BYTES_VALUE"]
+
+[targets.a]
+command = ["python3", "-c", "import os; print(len(os.listdir('d')), os.environ['BYTES_VALUE'])"]
+"""
+
+
+def test_a_listing_and_a_variable_that_are_not_utf8(tmp_path: Path) -> None:
+    """A folder holding an entry that is not UTF-8 is listed, recorded and explained; a
+    passed variable whose value is not UTF-8 is keyed by its bytes (it crashed the key)."""
+    root = write_tree(tmp_path / "p", {"memotest.toml": LIST_TOML, "d/ok": ""})
+    open(os.path.join(os.fsencode(root), b"d", b"y\xff"), "wb").close()
+    env = dict(os.environ)
+    env["BYTES_VALUE"] = os.fsdecode(b"v\xff")
+    code, out, st = build_statuses(root, env=env)
+    assert "Traceback" not in out and code == 0 and st == {"a": "passed"}, out
+    code, out, st = build_statuses(root, env=env)
+    assert code == 0 and st == {"a": "cached"}, out
+
+    open(os.path.join(os.fsencode(root), b"d", b"z\xfe"), "wb").close()
+    proc = memotest("explain", "a", cwd=root, env=env)
+    assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
+    assert b"gained entries: z\\xfe" in proc.stdout, proc.stdout
+    code, out, st = build_statuses(root, env=env)
+    assert code == 0 and st == {"a": "passed"}, out
+    assert build_statuses(root, env=env)[2] == {"a": "cached"}
+
+    env["BYTES_VALUE"] = os.fsdecode(b"v\xfe")  # another value: another key
+    code, out, st = build_statuses(root, "-v", env=env)
+    assert code == 0 and st == {"a": "passed"} and "environment changed: BYTES_VALUE" in out, out

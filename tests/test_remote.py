@@ -342,3 +342,26 @@ def test_commands_memoized_from_other_tools_use_the_remote(tmp_path, monkeypatch
         (project / "data.txt").write_text("two\n")
         third = run_memoized(t, root=project)
         assert not third.cached and third.log == b"two\n"
+
+
+def test_a_path_that_is_not_utf8_travels_through_the_remote(tmp_path):
+    """The wire keeps such a path as a ``\\udcff`` JSON escape: a second machine replays,
+    and a change to the file there runs the target."""
+    toml = {"memotest.toml": "[targets.a]\ncommand = \"sh -c 'cat caf*'\"\n"}
+    project = write_tree(tmp_path / "p", toml)
+    name = os.path.join(os.fsencode(project), b"caf\xe9")
+    with open(name, "wb") as f:
+        f.write(b"one\n")
+    fake = FakeServer()
+    with fake_server(fake) as s:
+        rc, out, st = build_statuses(project, "--remote", s.url, env=env())
+        assert rc == 0 and st == {"a": "passed"} and "Traceback" not in out, out
+        assert remote_line(out) == "remote: 0 hits, 1 uploaded", out
+        empty_store(project)
+        rc, out, st = build_statuses(project, "--remote", s.url, env=env())
+        assert rc == 0 and st == {"a": "cached"}, out
+        empty_store(project)
+        with open(name, "wb") as f:
+            f.write(b"two\n")
+        rc, out, st = build_statuses(project, "--remote", s.url, env=env())
+        assert rc == 0 and st == {"a": "passed"}, out

@@ -4,7 +4,9 @@
  * interpreter evaluates (a call, a generator or coroutine resumed, a module or class
  * body), in every thread of the interpreter, then hands the frame to the evaluator that
  * was there before. memotest's forked runs use it to fingerprint a Python source file by
- * the code of it that ran (memotest/worker/code_watch.py, memotest/inputs/code.py). Table of pointers, each code
+ * the code of it that ran (memotest/worker/code_watch.py, memotest/inputs/code.py), and
+ * phase() drains a second table, what ran since its last call (per test of a pytest run,
+ * memotest_pytest/attribute.py). Tables of pointers, each code
  * object held by a strong reference so that its address is never reused while noted.
  */
 #define PY_SSIZE_T_CLEAN
@@ -29,19 +31,24 @@ static PyObject **table;      /* open addressing; NULL = empty slot */
 static size_t capacity, used;
 static int lost;              /* a code object could not be noted (out of memory) */
 static int active;
+/* The phase table: the code objects noted since the last phase() call, when phases are
+ * on (a pytest run attributing code to each test: memotest/worker/code_watch.py). */
+static PyObject **ptable;
+static size_t pcapacity, pused;
+static int phasing;
 static _PyFrameEvalFunction previous;
 
 static size_t slot_of(PyObject *p, size_t cap) {
     return (size_t)(((uintptr_t)p >> 4) * (uintptr_t)0x9E3779B97F4A7C15ULL) & (cap - 1);
 }
 
-static int grow(void) {
-    size_t cap = capacity ? capacity * 2 : 4096;
+static int grow(PyObject ***tab, size_t *cap_p) {
+    size_t cap = *cap_p ? *cap_p * 2 : 4096;
     PyObject **fresh = PyMem_RawCalloc(cap, sizeof(PyObject *));
     if (fresh == NULL)
         return -1;
-    for (size_t i = 0; i < capacity; i++) {
-        PyObject *p = table[i];
+    for (size_t i = 0; i < *cap_p; i++) {
+        PyObject *p = (*tab)[i];
         if (p == NULL)
             continue;
         size_t j = slot_of(p, cap);
@@ -49,34 +56,61 @@ static int grow(void) {
             j = (j + 1) & (cap - 1);
         fresh[j] = p;
     }
-    PyMem_RawFree(table);
-    table = fresh;
-    capacity = cap;
+    PyMem_RawFree(*tab);
+    *tab = fresh;
+    *cap_p = cap;
     return 0;
 }
 
-static void note(PyObject *code) {
-    if (capacity) {
-        size_t i = slot_of(code, capacity);
+/* Adds code to a table (a strong reference) unless it is there already. */
+static void add(PyObject ***tab, size_t *cap_p, size_t *used_p, PyObject *code) {
+    if (*cap_p) {
+        size_t i = slot_of(code, *cap_p);
         for (;;) {
-            PyObject *p = table[i];
+            PyObject *p = (*tab)[i];
             if (p == code)
                 return;
             if (p == NULL)
                 break;
-            i = (i + 1) & (capacity - 1);
+            i = (i + 1) & (*cap_p - 1);
         }
     }
-    if ((used + 1) * 2 > capacity && grow() < 0) {
+    if ((*used_p + 1) * 2 > *cap_p && grow(tab, cap_p) < 0) {
         lost = 1;
         return;
     }
-    size_t i = slot_of(code, capacity);
-    while (table[i] != NULL)
-        i = (i + 1) & (capacity - 1);
+    size_t i = slot_of(code, *cap_p);
+    while ((*tab)[i] != NULL)
+        i = (i + 1) & (*cap_p - 1);
     Py_INCREF(code);
-    table[i] = code;
-    used++;
+    (*tab)[i] = code;
+    (*used_p)++;
+}
+
+static void note(PyObject *code) {
+    add(&table, &capacity, &used, code);
+    if (phasing)
+        add(&ptable, &pcapacity, &pused, code);
+}
+
+/* The codes of a table as a new list, the table emptied (its references handed over). */
+static PyObject *drain(PyObject **tab, size_t cap, size_t *used_p) {
+    PyObject *codes = PyList_New(0);
+    if (codes == NULL)
+        return NULL;
+    for (size_t i = 0; i < cap; i++) {
+        PyObject *p = tab[i];
+        if (p == NULL)
+            continue;
+        if (PyList_Append(codes, p) < 0) {
+            Py_DECREF(codes);
+            return NULL;
+        }
+        Py_DECREF(p);
+        tab[i] = NULL;
+    }
+    *used_p = 0;
+    return codes;
 }
 
 static PyObject *evaluate(PyThreadState *ts, frame_t *frame, int throwflag) {
@@ -99,6 +133,7 @@ static PyObject *unsupported(PyObject *self, PyObject *args) {
 }
 #define start unsupported
 #define stop unsupported
+#define phase unsupported
 #else
 static PyObject *start(PyObject *self, PyObject *args) {
     (void)self;
@@ -127,23 +162,30 @@ static PyObject *stop(PyObject *self, PyObject *args) {
     if (ours)
         _PyInterpreterState_SetEvalFrameFunc(interp, previous);
     active = 0;
-    PyObject *codes = PyList_New(0);
+    PyObject *codes = drain(table, capacity, &used);
     if (codes == NULL)
         return NULL;
-    for (size_t i = 0; i < capacity; i++) {
-        PyObject *p = table[i];
-        if (p == NULL)
-            continue;
-        if (PyList_Append(codes, p) < 0) {
-            Py_DECREF(codes);
-            return NULL;
-        }
-        Py_DECREF(p);
-        table[i] = NULL;
+    PyObject *rest = drain(ptable, pcapacity, &pused);
+    if (rest == NULL) {
+        Py_DECREF(codes);
+        return NULL;
     }
-    used = 0;
+    Py_DECREF(rest);
+    phasing = 0;
     lost = 0;
     return Py_BuildValue("(NO)", codes, intact ? Py_True : Py_False);
+}
+
+static PyObject *phase(PyObject *self, PyObject *args) {
+    (void)self;
+    (void)args;
+    if (!active) {
+        PyErr_SetString(PyExc_RuntimeError, "not started");
+        return NULL;
+    }
+    PyObject *codes = drain(ptable, pcapacity, &pused);
+    phasing = 1;
+    return codes;
 }
 #endif
 
@@ -152,6 +194,8 @@ static PyMethodDef methods[] = {
      "Start noting the code object of every frame evaluated, in every thread."},
     {"stop", stop, METH_NOARGS,
      "Stop; return (the code objects noted, whether the noting was never displaced)."},
+    {"phase", phase, METH_NOARGS,
+     "The code objects noted since the last call (all noted from now on when first called)."},
     {NULL, NULL, 0, NULL},
 };
 

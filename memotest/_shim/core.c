@@ -17,6 +17,9 @@ __thread int shim_guard SHIM_TLS;
 pid_t shim_pid;
 char shim_trace_dir[PATH_MAX];
 char shim_self_path[PATH_MAX];
+/* The shim file this image loaded (device and inode of shim_self_path at start-up). */
+static dev_t g_self_dev;
+static ino_t g_self_ino;
 char shim_env_dir[PATH_MAX + 32];
 char shim_env_shim[PATH_MAX + 32];
 volatile int shim_dl_pending;
@@ -595,6 +598,13 @@ static void shim_init(int argc, char **argv)
     } else if (copy_str(shim_self_path, sizeof shim_self_path, self, "") != 0) {
         shim_self_path[0] = '\0';
     }
+    {
+        struct stat self_st;
+        if (shim_self_path[0] != '\0' && shim_raw_stat(shim_self_path, &self_st) == 0) {
+            g_self_dev = self_st.st_dev;
+            g_self_ino = self_st.st_ino;
+        }
+    }
     if (copy_str(shim_env_dir, sizeof shim_env_dir, "MEMOTEST_TRACE_DIR=", shim_trace_dir) ||
         copy_str(shim_env_shim, sizeof shim_env_shim, "MEMOTEST_SHIM=", shim_self_path))
         goto inert;
@@ -665,4 +675,17 @@ __attribute__((destructor)) static void shim_dtor(void)
         shim_dl_rescan_final();
         errno = saved;
     }
+}
+
+/* Whether the image this process is about to exec will find this same shim at
+ * MEMOTEST_SHIM, as its dynamic loader will look it up from here (this process's root
+ * and mount namespace, which an exec keeps): see the H record in PROTOCOL.md. */
+int shim_reachable(void)
+{
+    struct stat st;
+    if (g_self_ino == 0 || shim_self_path[0] == '\0')
+        return 0;
+    if (shim_raw_stat(shim_self_path, &st) != 0)
+        return 0;
+    return st.st_dev == g_self_dev && st.st_ino == g_self_ino;
 }

@@ -242,6 +242,8 @@ static int x_run(void *ctx, char *const envp[])
     have = x_abspath(q, abs) == 0;
     if (have) {
         f[0] = abs;
+        if (shim_reachable())
+            shim_emit('H', pid, 1, f); /* the new image will find this shim */
         shim_emit('E', pid, 1, f);
     }
     switch (q->kind) {
@@ -654,4 +656,74 @@ FILE *popen(const char *command, const char *mode)
         errno = e;
     }
     return REAL(popen)(command, mode);
+}
+
+/* ------------------------------------------------------------------ wait: G
+ * A child reaped after it ended by a signal: G with the child's pid and the signal.
+ * memotest tells by it an image killed before its first interposed call (a pager a test
+ * starts and kills at once) from one that ran without the shim (PROTOCOL.md). */
+static void note_reaped(pid_t pid, int sig)
+{
+    char num[16];
+    const char *f[1];
+    int e;
+    if (pid <= 0 || !shim_on())
+        return;
+    e = errno;
+    fmt_int(num, sig);
+    f[0] = num;
+    shim_emit('G', pid, 1, f);
+    errno = e;
+}
+
+static pid_t reaped(pid_t r, int st)
+{
+    if (r > 0 && WIFSIGNALED(st))
+        note_reaped(r, WTERMSIG(st));
+    return r;
+}
+
+pid_t waitpid(pid_t pid, int *status, int options)
+{
+    int st = 0;
+    pid_t r = REAL(waitpid)(pid, &st, options);
+    if (r > 0 && status != NULL)
+        *status = st;
+    return reaped(r, st);
+}
+
+pid_t wait(int *status)
+{
+    int st = 0;
+    pid_t r = REAL(wait)(&st);
+    if (r > 0 && status != NULL)
+        *status = st;
+    return reaped(r, st);
+}
+
+pid_t wait3(int *status, int options, struct rusage *usage)
+{
+    int st = 0;
+    pid_t r = REAL(wait3)(&st, options, usage);
+    if (r > 0 && status != NULL)
+        *status = st;
+    return reaped(r, st);
+}
+
+pid_t wait4(pid_t pid, int *status, int options, struct rusage *usage)
+{
+    int st = 0;
+    pid_t r = REAL(wait4)(pid, &st, options, usage);
+    if (r > 0 && status != NULL)
+        *status = st;
+    return reaped(r, st);
+}
+
+int waitid(idtype_t idtype, id_t id, siginfo_t *infop, int options)
+{
+    int r = REAL(waitid)(idtype, id, infop, options);
+    if (r == 0 && infop != NULL && infop->si_pid > 0 &&
+        (infop->si_code == CLD_KILLED || infop->si_code == CLD_DUMPED))
+        note_reaped(infop->si_pid, infop->si_status);
+    return r;
 }

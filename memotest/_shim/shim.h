@@ -57,6 +57,7 @@
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <utime.h>
 
@@ -111,6 +112,7 @@ int execveat(int dirfd, const char *path, char *const argv[], char *const envp[]
     X(utimensat) X(utimes) X(utime) X(lutimes) X(futimesat) X(mkfifo)          \
     X(mkfifoat) X(mknod) X(mknodat)                                            \
     X(execve) X(execvpe) X(fexecve) X(execveat) X(posix_spawn) X(posix_spawnp) \
+    X(wait) X(waitpid) X(wait3) X(wait4) X(waitid)                            \
     X(system) X(popen) X(chdir) X(fchdir) X(dlopen) X(dlclose) X(connect)      \
     X(glob) X(glob64) X(ftw) X(ftw64) X(nftw) X(nftw64) X(fts_read)            \
     X(fts64_read)                                                              \
@@ -156,6 +158,7 @@ extern __thread int shim_guard SHIM_TLS SHIM_HIDDEN;
 extern pid_t shim_pid SHIM_HIDDEN;           /* pid the constructor/atfork saw */
 extern char shim_trace_dir[PATH_MAX] SHIM_HIDDEN;
 extern char shim_self_path[PATH_MAX] SHIM_HIDDEN;       /* value for MEMOTEST_SHIM */
+int shim_reachable(void) SHIM_HIDDEN; /* this shim is at MEMOTEST_SHIM in this view */
 extern char shim_env_dir[PATH_MAX + 32] SHIM_HIDDEN;    /* "MEMOTEST_TRACE_DIR=..." */
 extern char shim_env_shim[PATH_MAX + 32] SHIM_HIDDEN;   /* "MEMOTEST_SHIM=..." */
 extern volatile int shim_dl_pending SHIM_HIDDEN;        /* a dlopen may have added objects */

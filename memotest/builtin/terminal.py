@@ -22,6 +22,7 @@ from memotest.model import Target
 from memotest.plugins import Config
 from memotest.report import STATUSES, Summary, TargetResult
 from memotest.shard import ShardPlan
+from memotest.testcases import describe
 
 NAME = "terminalreporter"
 
@@ -36,6 +37,20 @@ def memotest_unconfigure(config: Config) -> None:
     reporter = config.pluginmanager.get_plugin(NAME)
     if reporter is not None:
         config.pluginmanager.unregister(reporter)
+
+
+#: The longest note shown without ``-v``.
+TERSE = 120
+
+
+def terse(note: str) -> str:
+    """The first reason of a note (``not cached: A; B (+2 more)``), its paths under the
+    current folder made relative, at most :data:`TERSE` characters, pointing to ``-v``
+    when it left something out."""
+    first = note.split("; ", 1)[0].replace(os.path.join(os.getcwd(), ""), "")
+    if len(first) > TERSE:
+        first = first[: TERSE - 3] + "..."
+    return first if "; " not in note and len(note) <= TERSE else f"{first} (-v for more)"
 
 
 def _fmt_time(seconds: float) -> str:
@@ -108,8 +123,8 @@ class TerminalReporter:
         if r.reason and shown:
             line += f" ({r.reason})"
         self.out.write(line + "\n")
-        if self.verbose and r.note:
-            self.out.write(f"  {r.note}\n")
+        if r.note:  # why it will run again: terse as ninja's, the detail with -v
+            self.out.write(f"  {r.note if self.verbose or r.fault else terse(r.note)}\n")
         if r.status in ("failed", "timeout", "error") and r.log:
             text = r.log.decode("utf-8", "replace")
             self.out.write(text if text.endswith("\n") else text + "\n")
@@ -141,6 +156,9 @@ class TerminalReporter:
             line += f" (cache saved {_fmt_time(summary.saved)})"
         if summary.first_failure is not None:
             line += f"; first failure after {_fmt_time(summary.first_failure)}"
+        tests = summary.tests()
+        if tests is not None:
+            line += f"; {describe(tests)}"
         self.out.write(line + "\n")
         if summary.remote:
             from memotest.remote import summary_line

@@ -6,10 +6,13 @@ import argparse
 import sys
 from collections import Counter
 
+from memotest import testcases
 from memotest.build import select
 from memotest.commands.common import add_file_option, load_or_recorded, open_store, wipe_store
 from memotest.errors import UsageError
 from memotest.plugins import Config, load_project
+from memotest.store import Store, StoreError
+from memotest.textsafe import printable
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -21,6 +24,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("target", metavar="TARGET")
     p.add_argument("--paths", action="store_true", help="list every input path")
     p.add_argument("--log", action="store_true", help="print the recorded log")
+    p.add_argument(
+        "--tests",
+        action="store_true",
+        help="list each test the run reported (a --pytest target): its outcome and duration",
+    )
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="with --tests, each failure's text too"
+    )
     add_file_option(p)
     p.set_defaults(run=show)
 
@@ -70,6 +81,8 @@ def show(args: argparse.Namespace) -> int:
         if args.log:
             sys.stdout.buffer.write(store.read_blob(rec.log_digest) if rec.log_digest else b"")
             return 0
+        if args.tests:
+            return show_tests(rec.name, rec.tests_digest, store, verbose=args.verbose)
         n = len(store.variant_heads([rec.name]).get(rec.name, []))
         print(f"{rec.name}: {rec.status} (exit code {rec.exit_code}) in {rec.duration:.2f}s")
         print(f"  recorded runs (variants): {n}; the newest is shown")
@@ -91,6 +104,26 @@ def show(args: argparse.Namespace) -> int:
     return 0
 
 
+def show_tests(name: str, digest: str | None, store: Store, *, verbose: bool) -> int:
+    """``show --tests``: each recorded test's outcome and duration, in the order they ran
+    (with ``-v``, the failure text of those that did not pass)."""
+    if not digest:
+        print(f"{name}: its run reported no tests (only --pytest targets do)")
+        return 0
+    try:
+        tests = testcases.decode(store.read_blob(digest))
+    except (ValueError, StoreError, OSError) as exc:
+        raise UsageError(f"show: the recorded tests of {name} cannot be read: {exc}") from None
+    width = max((len(t.outcome) for t in tests), default=0)
+    for t in tests:
+        print(f"{t.outcome.upper():{width}} {printable(t.id)} {t.duration:.3f}s")
+        if verbose and t.longrepr and t.outcome != "passed":
+            for line in t.longrepr.splitlines():
+                print(f"    {printable(line)}")
+    print(f"{name}: {testcases.describe(tests)}")
+    return 0
+
+
 def list_targets(args: argparse.Namespace) -> int:
     project, recorded = load_or_recorded(Config(args), None)
     if recorded is not None:
@@ -102,12 +135,23 @@ def list_targets(args: argparse.Namespace) -> int:
     assert project is not None
     with open_store(project, lock=False) as store:
         records = store.records(project.targets)
+        # What a tool recorded in this store under names no target has (the nox helper's
+        # nox:SESSION:N, the tox plugin's tox:ENV, the make shell's): listed after them.
+        others = {n: r for n, r in store.records(None).items() if n not in project.targets}
     width = max((len(n) for n in project.targets), default=0)
+    default = None if project.default is None else set(project.default)
     for name, t in project.targets.items():
         rec = records.get(name)
         last = "never run" if rec is None else f"last {rec.status} in {rec.duration:.1f}s"
         tags = f" [{', '.join(sorted(t.tags))}]" if t.tags else ""
-        print(f"{name:<{width}}  {last}{tags}")
+        # A target a build without names leaves out (nox's default=False, a manual rule).
+        mark = " (not default: name it)" if default is not None and name not in default else ""
+        print(f"{name:<{width}}  {last}{tags}{mark}")
+    if others:
+        print("other records in this store (made by a tool, or by targets no longer defined):")
+        width = max(len(n) for n in others)
+        for name, rec in sorted(others.items()):
+            print(f"  {name:{width}}  last {rec.status} in {rec.duration:.1f}s")
     return 0
 
 

@@ -4,6 +4,17 @@ What the trace yields: every path the target looked for and did not find, and ev
 folder it created (absent just before: ``_shim/PROTOCOL.md``'s ``N``), listed and deleted,
 as a temporary folder is: what it listed there it put there itself; what it depended on
 is that the folder was absent. It holds while nothing is at the path; no digest.
+
+A path the target looked for and then created itself (its first change by the tree is
+``N``: absent just before the call that made it) is recorded as absent: what the run
+found there is the state before it, absent, which that ``N`` proves (the tracer keeps a
+lookup only when it came before the tree's first change of the path, and a lookup after
+an ``N`` could only miss it if the tree removed it again, its own doing). Such a record
+holds where the path is absent again: a fresh checkout, a CI job, a driver that empties
+the folder (``.coverage`` made by ``coverage combine`` after ``coverage erase`` looked for
+it); where the run's own leftover is there, the next run sees another state and runs.
+Any other first change after a failed lookup (the path appeared in between, made by
+someone else) makes the result not reusable.
 """
 
 from __future__ import annotations
@@ -11,7 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 
-from memotest.fingerprint import FileStates, Fingerprint, Refresh
+from memotest.fingerprint import NO_DIGEST, FileStates, Fingerprint, Refresh
 from memotest.inputs.base import InputKind
 from memotest.model import Input, Kind, Trace
 
@@ -31,8 +42,9 @@ class Absent(InputKind):
         now = states.fingerprint(path, self.kind, fresh=True)
         if now.kind is Kind.ABSENT:
             return now, []
-        if path in trace.first_change:
-            return now, [f"{path} was created by the target after it looked for it"]
+        first = trace.first_change.get(path)
+        if first == "N":
+            return Fingerprint(path, Kind.ABSENT, NO_DIGEST), []  # as before the run
         return now, [f"{path} appeared while the target ran"]
 
     def verify(

@@ -113,7 +113,11 @@ def changed_during_run(now: Fingerprint, trace: Trace) -> list[str]:
     the target saw: it went, or it is a file changed since the run started."""
     if now.kind is Kind.ABSENT:
         return [f"{now.path} disappeared while the target ran"]
-    if now.kind is Kind.FILE and now.sig is not None and now.sig.touched_since(trace.started_ns):
+    if (
+        now.kind is Kind.FILE
+        and now.sig is not None
+        and now.sig.touched_since(trace.started_ns, trace.fs_started_ns)
+    ):
         return [f"file {now.path} changed while the target ran"]
     return []
 

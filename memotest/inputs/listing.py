@@ -30,7 +30,7 @@ from memotest.inputs.base import (
     sig_holds,
 )
 from memotest.inputs.dir import link_change
-from memotest.model import CLOCK_SLACK_NS, Input, Kind, Trace
+from memotest.model import Input, Kind, Trace, changed_since
 from memotest.observable import listing_digest, split_listing, type_letter
 
 
@@ -51,8 +51,12 @@ class Listing(InputKind):
         why = []
         if now.kind is not Kind.LISTING and now.kind is not Kind.ABSENT:
             why.append(f"{path} was listed but is no longer a directory")
-        if now.kind is Kind.LISTING and now.sig and now.sig.touched_since(trace.started_ns):
-            got, change = listing_before_run(path, trace, states.skip_entry, trace.started_ns)
+        if (
+            now.kind is Kind.LISTING
+            and now.sig
+            and now.sig.touched_since(trace.started_ns, trace.fs_started_ns)
+        ):
+            got, change = listing_before_run(path, trace, states.skip_entry)
             if got is not None:
                 names, types = [n for n, _t in got], "".join(t for _n, t in got)
                 digest, _ = listing_digest((os.fsencode(n) for n in names), types, now.link)
@@ -131,7 +135,7 @@ def recorded_entries(states: FileStates, digest: str) -> tuple[list[str] | None,
 
 
 def listing_before_run(
-    path: str, trace: Trace, skip: Callable[[str], bool] | None, started_ns: int
+    path: str, trace: Trace, skip: Callable[[str], bool] | None
 ) -> tuple[list[tuple[str, str]] | None, str | None]:
     """For a listed directory that changed while the target ran: the entries it had before
     the run (what the target saw: names and type letters, sorted), or why that cannot be
@@ -175,7 +179,7 @@ def listing_before_run(
         if (
             entry not in trace.writes
             and not stat.S_ISDIR(st.st_mode)
-            and st.st_ctime_ns >= started_ns - CLOCK_SLACK_NS
+            and changed_since(0, st.st_ctime_ns, trace.started_ns, trace.fs_started_ns)
         ):
             return None, f"{entry} appeared or changed while the target ran"
         before.append((name, type_letter(st.st_mode)))

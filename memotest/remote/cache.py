@@ -144,7 +144,7 @@ class RemoteCache:
             return
         rec = replace(record, inputs=list(record.inputs))
         blob_kinds = _blob_kinds()
-        needed = list(named_blobs(rec.log_digest, rec.outputs))
+        needed = list(named_blobs(rec.log_digest, rec.outputs, rec.tests_digest))
         needed += sorted({i.digest for i in rec.inputs if i.kind.value in blob_kinds})
         ac = wire.ac_key(rec.name, key, rec.recorder)
         if self._uploads is None:

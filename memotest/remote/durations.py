@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Mapping
 
 from memotest.remote import wire
@@ -29,7 +30,7 @@ LIMIT = 20_000
 
 def durations_key(targets_file: str) -> str:
     """The AC key of the durations of the targets of ``targets_file`` (its portable path)."""
-    return wire.sha256(f"{FORMAT}\0{targets_file}".encode())
+    return wire.sha256(os.fsencode(f"{FORMAT}\0{targets_file}"))  # a path: its bytes
 
 
 def _parse(key: str, data: bytes, signer: wire.Signer) -> dict[str, float]:

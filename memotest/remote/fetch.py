@@ -127,7 +127,8 @@ def _candidates(
                 raise wire.Garbage(f"record {sha[:16]}... names outputs {target.name} does not")
             if rec.status != "passed" or not rec.cacheable:
                 return None
-            needed = set(named_blobs(rec.log_digest, rec.outputs)) | trav.input_blobs
+            needed = set(named_blobs(rec.log_digest, rec.outputs, rec.tests_digest))
+            needed |= trav.input_blobs
             if not needed <= set(trav.blobs):
                 raise wire.Garbage(f"record {sha[:16]}... names a blob it does not ship")
             trav.blobs = {d: trav.blobs[d] for d in needed}

@@ -118,6 +118,7 @@ def dump_record(record: Record, blobs: Mapping[str, str], signer: Signer, roots:
         "writes": [portable(p) for p in record.writes],
         "rewritten": [portable(p) for p in record.rewritten],
         "log": record.log_digest,
+        "tests": record.tests_digest,
         "outputs": record.outputs,
         "inputs": [
             [portable(i.path), Kind(i.kind).value, i.digest, getattr(i, "link", None)]
@@ -180,6 +181,7 @@ def load_record(
             inputs=inputs,
             writes=[local(_str(w)) for w in p["writes"]],
             log_digest=_opt(p["log"]),
+            tests_digest=_opt(p.get("tests")),
             outputs={_str(k): _str(v) for k, v in _dict(p["outputs"]).items()},
             rewritten=[local(_str(w)) for w in p["rewritten"]],
             recorder=_str(p["recorder"]),

@@ -89,7 +89,7 @@ def evict(conn: sqlite3.Connection, blob_sizes: dict[str, int], max_bytes: int) 
     """Delete least recently used variants until the store, whose blobs take
     ``blob_sizes``, would take :data:`LOW_WATER` of ``max_bytes``; returns how many."""
     rows = conn.execute(
-        "SELECT id, log_digest, outputs FROM records ORDER BY last_used_ns, id"
+        "SELECT id, log_digest, outputs, tests_digest, parts FROM records ORDER BY last_used_ns, id"
     ).fetchall()
     if not rows:
         return 0
@@ -98,11 +98,14 @@ def evict(conn: sqlite3.Connection, blob_sizes: dict[str, int], max_bytes: int) 
         return 0
     to_free = total - int(max_bytes * LOW_WATER)
     share = db_bytes(conn) // len(rows)  # a variant's share of the database
-    named = [set(records.named_blobs(log, json.loads(outs))) for _id, log, outs in rows]
+    named = [
+        set(records.named_blobs(log, json.loads(outs), tests, parts))
+        for _id, log, outs, tests, parts in rows
+    ]
     refs = Counter(d for blobs in named for d in blobs)
     doomed: list[tuple[int]] = []
     freed = 0
-    for (vid, _log, _outs), digests in zip(rows, named, strict=True):
+    for (vid, *_blobs), digests in zip(rows, named, strict=True):
         if freed >= to_free:
             break
         doomed.append((vid,))

@@ -18,7 +18,8 @@ records of 2,000 inputs each cost a few MB, and checking them all means validati
 ids (``set.isdisjoint`` at C speed). ``writes`` and ``rewritten`` are zlib-compressed
 NUL-joined paths; ``definition``, ``env`` and ``outputs`` are JSON.
 
-A record names blobs (its log and its declared outputs, :func:`named_blobs`) that must be in
+A record names blobs (its log, its declared outputs and its per-test results,
+:func:`named_blobs`) that must be in
 the CAS before its row is written; it keeps them, and its fingerprints, from the GC
 (:func:`live_references`).
 """
@@ -40,8 +41,9 @@ from memotest.store.damage import Garbled
 from memotest.store.fingerprints import FingerprintTable, InputList, from_db, to_db
 from memotest.store.outputs import split_output
 
-#: The statuses a record can have; only ``passed`` results are reused.
-STATUSES = ("passed", "failed", "timeout", "error")
+#: The statuses a record can have; only ``passed`` results are reused (a ``skipped`` run,
+#: one that said it did not do its work, is never replayed: :mod:`memotest.runner`).
+STATUSES = ("passed", "failed", "timeout", "error", "skipped")
 
 #: The variants kept per target name: enough for a few branches, a bisect's states and a
 #: flaky history, while a target whose inputs change at every commit stays bounded.
@@ -92,6 +94,13 @@ class Record:
     #: The settings that shaped what it holds (:mod:`memotest.shaping`): reused only
     #: while each is still granted.
     shaping: list[str] = field(default_factory=list)
+    #: The CAS blob of the run's per-test results (``memotest/testcases.py``: read with
+    #: ``Store.read_blob`` and ``testcases.decode``), None when it reported none.
+    tests_digest: str | None = None
+    #: The CAS blob of the code each test of the run depended on (a test runner's
+    #: plugin labelled them: ``memotest/parts.py``), or None. A record without it is
+    #: never run in part.
+    parts: str | None = None
     #: Which stored variant this is (the row's id), None for a record not read from a store.
     variant_id: int | None = field(default=None, compare=False)
 
@@ -103,7 +112,7 @@ class Record:
 _COLUMNS = (
     "name, recorder, def_hash, definition, env_hash, env, status, exit_code, duration, "
     "started_ns, finished_ns, cacheable, uncacheable_reason, inputs, writes, log_digest, outputs, "
-    "rewritten, shaping"
+    "rewritten, shaping, tests_digest, parts"
 )
 _SELECTED = "id, " + _COLUMNS
 
@@ -224,6 +233,8 @@ def _from_row(r: tuple[Any, ...], fps: FingerprintTable, variant_id: int) -> Rec
         outputs=json.loads(r[16]),
         rewritten=_decode_paths(r[17]),
         shaping=json.loads(r[18]),
+        tests_digest=r[19],
+        parts=r[20],
     )
     if not (isinstance(rec.definition, dict) and isinstance(rec.outputs, dict)):
         raise TypeError("definition and outputs must be objects")
@@ -249,7 +260,7 @@ def insert(conn: sqlite3.Connection, record: Record, ids: Iterable[int], now_ns:
             conn.execute("DELETE FROM records WHERE id = ?", (vid,))
     cur = conn.execute(
         f"INSERT INTO records({_COLUMNS}, n_inputs, last_used_ns) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"VALUES ({', '.join('?' * (_COLUMNS.count(',') + 3))})",
         (
             record.name,
             record.recorder,
@@ -270,6 +281,8 @@ def insert(conn: sqlite3.Connection, record: Record, ids: Iterable[int], now_ns:
             json.dumps(record.outputs, sort_keys=True, default=str),
             _encode_paths(sorted(set(record.rewritten))),
             shaping,
+            record.tests_digest,
+            record.parts,
             len(unique),
             now_ns,
         ),
@@ -289,10 +302,14 @@ def delete(conn: sqlite3.Connection, name: str) -> bool:
     return conn.execute("DELETE FROM records WHERE name = ?", (name,)).rowcount > 0
 
 
-def named_blobs(log_digest: str | None, outputs: Mapping[str, str]) -> Iterator[str]:
-    """The digests of the blobs a record names: its log's and its declared outputs'."""
+def named_blobs(
+    log_digest: str | None, outputs: Mapping[str, str], *others: str | None
+) -> Iterator[str]:
+    """The digests of the blobs a record names: its log's, its declared outputs' and the
+    ``others`` (its per-test results', its per-test code map)."""
     if log_digest:
         yield log_digest
+    yield from (d for d in others if d)
     for value in outputs.values():
         yield split_output(value)[0]
 
@@ -301,11 +318,11 @@ def live_references(conn: sqlite3.Connection) -> tuple[set[int], set[str]]:
     """The fingerprint ids and the blob digests the stored records name (what GC keeps)."""
     fps: set[int] = set()
     blobs: set[str] = set()
-    for inputs, log_digest, outputs in conn.execute(
-        "SELECT inputs, log_digest, outputs FROM records"
+    for inputs, log_digest, outputs, tests_digest, parts in conn.execute(
+        "SELECT inputs, log_digest, outputs, tests_digest, parts FROM records"
     ):
         fps.update(_decode_ids(inputs))
-        blobs.update(named_blobs(log_digest, json.loads(outputs)))
+        blobs.update(named_blobs(log_digest, json.loads(outputs), tests_digest, parts))
     return fps, blobs
 
 

@@ -9,10 +9,12 @@ Schema (``SCHEMA_VERSION``)::
     records(id INTEGER PRIMARY KEY, name, recorder, def_hash, definition JSON, env_hash,
             env JSON, status, exit_code, duration, started_ns, finished_ns, cacheable,
             uncacheable_reason, n_inputs, inputs BLOB, writes BLOB, log_digest, outputs JSON,
-            rewritten BLOB, shaping JSON, last_used_ns)
+            rewritten BLOB, shaping JSON, tests_digest, parts, last_used_ns)
     INDEX records_name ON records(name)
 
-``records`` holds many rows (variants) per target name (format 4; format 3 had one).
+``records`` holds many rows (variants) per target name (format 4; format 3 had one);
+format 5 added ``tests_digest``, the blob of a run's per-test results, and ``parts``, the
+blob of which code each test of the run depended on (``memotest/parts.py``), or NULL.
 
 ``records`` is :mod:`memotest.store.records`' table, ``paths`` and ``fps``
 :mod:`memotest.store.fingerprints`'; ``meta`` holds the format version (key ``schema``) and
@@ -36,7 +38,7 @@ from typing import Any
 from memotest.store.errors import StoreError
 
 #: Bumped when the database layout changes; a store of another version is emptied.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: The database's file name in the store's folder.
 DB_FILE = "db.sqlite"
@@ -81,6 +83,8 @@ CREATE TABLE IF NOT EXISTS records(
     outputs TEXT NOT NULL,
     rewritten BLOB NOT NULL,
     shaping TEXT NOT NULL DEFAULT '[]',
+    tests_digest TEXT,
+    parts TEXT,
     last_used_ns INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS records_name ON records(name);

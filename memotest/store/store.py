@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from memotest import faults
 from memotest.model import Input
 from memotest.observable import listing_digest, split_listing
 from memotest.roots import Roots
@@ -236,13 +237,16 @@ class Store(Housekeeping):
         """
         self._require_lock()
         self._puts += 1
-        for digest in records.named_blobs(record.log_digest, record.outputs):
+        for digest in records.named_blobs(
+            record.log_digest, record.outputs, record.tests_digest, record.parts
+        ):
             if not self.has_blob(digest):
                 raise StoreError(f"record {record.name!r} names blob {digest} not in the store")
         self._save_listing_names(record.inputs)
 
         def put() -> None:
             with schema.transaction(self._db()) as conn:
+                faults.inject("record")  # a test's stand-in for a failure here
                 interned = self._fps.intern(conn, record.inputs)
                 rec = stored(record, self._fps.roots)
                 records.insert(conn, rec, interned.ids, time.time_ns())

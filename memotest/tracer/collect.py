@@ -6,6 +6,21 @@ what it held, so a read after the change is still a read of an input), pair ever
 ``exec`` with the announcement of the new image (an image that never announced itself ran
 without the shim), and fold in the processes that polling saw but the shim never reported.
 
+An image that never announced itself did not always run without the shim: a pager a test
+starts and kills at once dies before its first call into the C library (its parent reaped
+it killed by a signal: the shim's ``G``, the next record of that pid after its ``E``). The shim
+announces an image (``P``) in its constructor or at the first call it interposes,
+whichever comes first; so an image that had the shim loaded and never announced itself
+made no such call in its whole life: it ran the dynamic loader and no code that opened,
+stat'ed, listed, executed or connected to anything. It had the shim loaded when three
+things hold: the process found this same shim file at ``MEMOTEST_SHIM`` right before its
+``execve`` (the shim's ``H`` record: same device and inode, in the root and mount
+namespace the new image keeps), the program is started by glibc's loader
+(``elf.loads_the_shim``: it preloads ``LD_PRELOAD`` before any code of the program runs),
+and nothing makes the loader ignore ``LD_PRELOAD`` (``elf.why_untraceable``: setuid,
+file capabilities, another ELF class, Go). Such an exec is not a hole in the trace; its
+program file is an input as any executed file.
+
 Order across processes: the shim writes a replacement's record (``W``, ``N``, ``D``)
 after the call made it, and a read's (``R``) after the open but before any byte is read,
 so a replacement logged before a read happened before that read's data, whatever the
@@ -22,7 +37,7 @@ from collections import Counter
 import psutil
 
 from memotest.model import Incomplete, ProcessInfo, Trace
-from memotest.tracer.elf import why_untraceable
+from memotest.tracer.elf import loads_the_shim, why_untraceable
 from memotest.tracer.log import Event
 from memotest.tracer.procwatch import Seen
 
@@ -78,6 +93,9 @@ def build_trace(
     pending: dict[int, list[str]] = {}  # own execs awaiting the new image's P
     spawned: list[tuple[int, str]] = []  # posix_spawn children: their P may come first
     exec_paths: set[str] = set()
+    reachable: set[tuple[int, str]] = set()  # own execs that found this shim (``H``)
+    last_exec: dict[int, str] = {}  # pid: the path of its own E, while nothing followed
+    killed: set[tuple[int, str]] = set()  # own execs reaped killed by a signal next
     skip = (trace_dir, trace_dir + "/")
     norm: dict[str, str | None] = {}
 
@@ -93,6 +111,15 @@ def build_trace(
     elsewhere = trace.read_elsewhere
     for ev in events:
         op = ev.op
+        if op == "G":  # written by the reaper, under the child's pid
+            path = last_exec.pop(ev.pid, None)
+            if path is not None:
+                killed.add((ev.pid, path))
+            continue
+        if op == "E" and len(ev.fields) == 1:
+            last_exec[ev.pid] = ev.path
+        elif not (op == "E" or op == "H"):
+            last_exec.pop(ev.pid, None)  # the image (or a new one of that pid) did something
         if op in "RSM":
             path = clean(ev.path)
             if path is not None and path not in changed:
@@ -128,6 +155,8 @@ def build_trace(
             trace.accepted.add(ev.path)
         elif op == "X":
             trace.sockets.add(ev.path)
+        elif op == "H":
+            reachable.add((ev.pid, ev.path))
         elif op == "E":
             exec_paths.add(ev.path)
             if len(ev.fields) > 1:
@@ -170,7 +199,12 @@ def build_trace(
             incomplete.append(Incomplete(ev.pid, _exe(images, ev.pid), ev.path))
 
     # Every exec must be answered by the new image announcing itself (PROTOCOL.md).
-    unanswered = [(pid, path) for pid, paths in pending.items() for path in paths]
+    unanswered = [
+        (pid, path)
+        for pid, paths in pending.items()
+        for path in paths
+        if not ((pid, path) in reachable and (pid, path) in killed and _shim_loads(path))
+    ]
     unanswered += [(pid, path) for pid, path in spawned if not announced[pid]]
     for pid, path in unanswered:
         reason = why_untraceable(path) or "the program ran without the shim"
@@ -250,3 +284,9 @@ def _dedup(items: list[Incomplete]) -> list[Incomplete]:
             seen.add(key)
             out.append(i)
     return out
+
+
+def _shim_loads(path: str) -> bool:
+    """Whether the program at ``path`` preloads the shim before any code of its own runs
+    (see the module's docstring: the image made no call the shim would have seen)."""
+    return why_untraceable(path) is None and loads_the_shim(path)

@@ -103,3 +103,37 @@ def _has_go_section(f, end: str, shoff: int, shentsize: int, shnum: int, shstrnd
     f.seek(str_off)
     names = f.read(min(str_size, 1 << 16))
     return b".go.buildinfo\0" in names or b".note.go.buildid\0" in names
+
+
+def loads_the_shim(path: str, depth: int = 0) -> bool:
+    """Whether the program at ``path`` (a script: its interpreter) is started by glibc's
+    dynamic loader (its ``PT_INTERP`` is an ``ld-linux*``), which preloads the shim named
+    in ``LD_PRELOAD`` before any code of the program runs; a musl or other loader may
+    not. Combined with :func:`why_untraceable` being None (not setuid, no file
+    capabilities, the right class, not Go)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+            if head.startswith(b"#!"):
+                line = head[2:].split(b"\n", 1)[0].strip()
+                if not line or depth >= SHEBANG_DEPTH:
+                    return False
+                return loads_the_shim(os.fsdecode(line.split()[0]), depth + 1)
+            if head[:4] != b"\x7fELF" or head[4] != 2:
+                return False
+            end = "<" if head[5] == 1 else ">"
+            (e_phoff,) = struct.unpack_from(end + "Q", head, 0x20)
+            e_phentsize, e_phnum = struct.unpack_from(end + "HH", head, 0x36)
+            f.seek(e_phoff)
+            phdrs = f.read(e_phentsize * e_phnum)
+            for i in range(e_phnum):
+                p_type, _flags, p_offset, _va, _pa, p_filesz = struct.unpack_from(
+                    end + "IIQQQQ", phdrs, i * e_phentsize
+                )
+                if p_type == PT_INTERP:
+                    f.seek(p_offset)
+                    interp = f.read(min(p_filesz, 4096)).split(b"\0", 1)[0]
+                    return os.path.basename(interp).startswith(b"ld-linux")
+    except (OSError, struct.error):
+        return False
+    return False

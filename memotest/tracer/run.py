@@ -69,6 +69,7 @@ class TracedRun:
         self.proc: Any = None
         self.watcher: ProcessWatcher | None = None
         self.started_ns = 0
+        self.fs_started_ns = 0
         self.finished_ns = 0
 
     def __enter__(self) -> TracedRun:
@@ -82,6 +83,7 @@ class TracedRun:
     def start(self) -> TracedRun:
         """Starts the command. Raises FileNotFoundError/PermissionError as Popen does."""
         stdin, stdout, stderr = self._stdio
+        self.fs_started_ns = fs_clock(os.path.join(self.dir, "start"))
         self.started_ns = time.time_ns()
         self.proc = self.launcher(
             self.argv,
@@ -170,9 +172,12 @@ class TracedRun:
             worker_pid=owner[0] if owner else None,
         )
         trace.started_ns, trace.finished_ns = self.started_ns, self.finished_ns
+        trace.fs_started_ns = self.fs_started_ns
         report = getattr(self.proc, "report", None)
         if isinstance(report, dict) and isinstance(report.get("code"), dict):
             trace.code = report["code"]
+            if isinstance(report.get("phases"), dict):
+                trace.phases = report["phases"]
         if isinstance(report, dict) and isinstance(report.get("listings"), dict):
             trace.listings = report["listings"]
         if isinstance(report, dict) and isinstance(report.get("sections"), list):
@@ -198,3 +203,15 @@ def trace_command(argv: list[str], **kwargs) -> Trace:
     with TracedRun(argv, **kwargs) as run:
         run.start()
         return run.finish()
+
+
+def fs_clock(marker: str) -> int:
+    """The file system's clock now: the change time the kernel gives ``marker`` as it is
+    written (0 if it cannot be; the start is then taken with a slack,
+    :func:`memotest.model.changed_since`)."""
+    try:
+        with open(marker, "wb") as f:
+            f.write(b"0")
+            return os.fstat(f.fileno()).st_ctime_ns
+    except OSError:
+        return 0

@@ -13,7 +13,7 @@ import os
 import sys
 
 from . import extensions
-from .code_watch import code_report, watch_code
+from .code_watch import EXECUTED, code_report, phase_report, watch_code
 from .listings import FILL, absolute, listing_report
 from .preload import imported_report
 from .sections import section_report
@@ -72,6 +72,7 @@ def become(job, retarget, memfd, preloaded, had, where, executed):
         def at_exit():
             if executed is not None:
                 report["code"] = code_report(executed, had, where)
+                report["phases"] = phase_report(where)
             if listings:
                 report["listings"] = listing_report(absolute(job["cwd"]), where)
                 report["sections"] = section_report()
@@ -81,6 +82,8 @@ def become(job, retarget, memfd, preloaded, had, where, executed):
     if executed is not None:
         watch_code()
         executed.start()
+        EXECUTED.append(executed)
+        executed.phase()  # from now on, each phase's code too (code_watch.phase)
     main = getattr(runpy, "_run_module_as_main", None)
     try:
         if main is not None:

@@ -22,10 +22,18 @@ from .codes import check, qualname
 from .interpreter import threads
 
 OPENED = set()  # .py files opened or stat'ed other than by an import
+OPENERS = {}  # such a file -> the files of the code that opened or stat'ed it
 FORKED = []
 INSPECTED = []  # code objects whose function's __code__ was read: they count as run
 WITHIN = []
 GET_DATA = []  # the import system's FileLoader.get_data and SourceLoader.get_code
+EXECUTED = []  # the extension, while it notes the run's code
+#: Phases (see :func:`phase`): label -> the code objects that ran while it was current;
+#: the label now current; label -> the labels whose code it counts as its own.
+PHASES = {}
+CURRENT = [""]
+USES = {}
+SEEN_INSPECTED = [0]
 
 
 def load_executed(cfg):
@@ -57,12 +65,47 @@ def on_code_read(args, frame):
         WITHIN.clear()
 
 
-def note(path):
-    """A ``.py`` file the run looked at other than through an import: it stays whole."""
+def note(path, by="?"):
+    """A ``.py`` file the run looked at other than through an import (``by``: the file
+    of the code that did): it stays whole."""
     if isinstance(path, bytes):
         path = os.fsdecode(path)
     if isinstance(path, str) and path.endswith(".py"):
-        OPENED.add(path if os.path.isabs(path) else os.path.basename(path))
+        path = path if os.path.isabs(path) else os.path.basename(path)
+        OPENED.add(path)
+        OPENERS.setdefault(path, set()).add(by)
+
+
+def phase(label):
+    """Attributes the code the run executes from now on to ``label`` (until the next
+    call), and returns the label that was current. A test runner's plugin calls it
+    around each test and each fixture (``memotest_pytest/attribute.py``): the code of a
+    phase is what that part of the run executed. The label ``""`` (the start) holds
+    what ran outside every labelled phase (imports, collection, the end). None when the
+    run does not note its code."""
+    if not EXECUTED:
+        return None
+    before = CURRENT[0]
+    try:
+        codes = EXECUTED[0].phase()
+    except Exception:
+        return None
+    mine = PHASES.setdefault(before, [])
+    mine.extend(codes)
+    inspected = INSPECTED[SEEN_INSPECTED[0] :]
+    SEEN_INSPECTED[0] = len(INSPECTED)
+    while inspected:  # read, so counted as run, with the code objects it holds
+        code = inspected.pop()
+        mine.append(code)
+        inspected.extend(c for c in code.co_consts if hasattr(c, "co_code"))
+    CURRENT[0] = label
+    return before
+
+
+def uses(label, others):
+    """The code of the phases ``others`` counts as ``label``'s too (a test's fixtures,
+    whichever test's setup ran them)."""
+    USES.setdefault(label, set()).update(others)
 
 
 def on_open(args, frame):
@@ -82,7 +125,7 @@ def on_open(args, frame):
         and top.f_code is GET_DATA[2]
     ):
         return  # the import system reading a module's source
-    note(args[0])
+    note(args[0], frame.f_code.co_filename)
 
 
 def noting(real):
@@ -92,7 +135,7 @@ def noting(real):
 
     def stat(path, *args, **kwargs):
         if isinstance(path, (str, bytes, os.PathLike)):
-            note(os.fspath(path))
+            note(os.fspath(path), "os.stat")
         return real(path, *args, **kwargs)
 
     stat.__name__ = stat.__qualname__ = real.__name__
@@ -124,6 +167,9 @@ def code_report(executed, had, where):
     ``where``: the interpreter's folders."""
     import importlib.machinery
 
+    if EXECUTED:
+        phase("")  # the last phase's code
+        del EXECUTED[:]
     codes, intact = executed.stop()
     if not intact:
         return "something else took over noting the code run"
@@ -169,3 +215,44 @@ def code_report(executed, had, where):
                 [qualname(code), code.co_firstlineno, check(code)]
             )
     return found
+
+
+def phase_report(where):
+    """The code of the project's ``.py`` files (under the run's folder, outside the
+    interpreter's folders ``where``) each labelled part of the run executed, with the
+    code of the phases it uses (:func:`uses`): ``{"global": {path: [[qualified name,
+    first line], ...]}, "parts": {label: {...}}, "openers": {path: [file, ...]}}``, in
+    the order the parts were first labelled; None if the run labelled none. ``openers``:
+    what opened or stat'ed such a file other than the import system (its code is then
+    not all the run depended on). Whether the code of a file can stand for it is
+    memotest's to decide (``memotest_pytest/selection.py``)."""
+    if not USES:
+        return None
+    here = os.path.join(os.getcwd(), "")
+    paths = set()
+
+    def entries(codes):
+        out = {}
+        for code in {id(c): c for c in codes}.values():
+            path = code.co_filename
+            if (
+                isinstance(path, str)
+                and path.endswith(".py")
+                and path.startswith(here)
+                and not os.path.normpath(path).startswith(where)
+            ):
+                paths.add(path)
+                out.setdefault(path, []).append([qualname(code), code.co_firstlineno])
+        return out
+
+    parts = {}
+    for label, others in USES.items():
+        codes = list(PHASES.get(label, ()))
+        for other in others:
+            codes.extend(PHASES.get(other, ()))
+        parts[label] = entries(codes)
+    return {
+        "global": entries(PHASES.get("", ())),
+        "parts": parts,
+        "openers": {p: sorted(OPENERS[p]) for p in paths if p in OPENERS},
+    }

@@ -262,7 +262,7 @@ def line_name(target: str, recipe: str) -> str:
     """``make:<target>:<hash of the line>``: one record per distinct line of a target."""
     import xxhash
 
-    return f"make:{target}:{xxhash.xxh3_64_hexdigest(recipe.encode())[:8]}"
+    return f"make:{target}:{xxhash.xxh3_64_hexdigest(os.fsencode(recipe))[:8]}"
 
 
 def memoize(inv: Invocation, environ: Mapping[str, str]) -> int:
@@ -301,6 +301,9 @@ def memoize(inv: Invocation, environ: Mapping[str, str]) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # before the recipe started (memotest.faults): run it, once
+        print(f"{PROG}: {inv.target}: memotest failed ({exc!r}); ran plainly", file=sys.stderr)
+        return exec_plain(inv)
     if not result.streamed:  # a replay; a run was shown as it went
         sys.stdout.buffer.write(result.log)
     sys.stdout.buffer.flush()
@@ -314,7 +317,7 @@ def memoize(inv: Invocation, environ: Mapping[str, str]) -> int:
     else:
         if result.status == "passed":
             outputs.remember()
-        if result.note and not inv.quiet:
+        if result.note and (result.fault or not inv.quiet):
             print(f"[memotest] {inv.target}: {result.note}", file=sys.stderr)
     if result.status == "timeout":
         print(f"{PROG}: {inv.target}: timed out after {inv.timeout}s", file=sys.stderr)
@@ -340,9 +343,8 @@ class _Outputs:
 
         self.root = root
         self.name = name
-        self.path = (
-            root / ".memotest" / OUTPUTS_DIR / (xxhash.xxh3_64_hexdigest(name.encode()) + ".json")
-        )
+        digest = xxhash.xxh3_64_hexdigest(os.fsencode(name))
+        self.path = root / ".memotest" / OUTPUTS_DIR / f"{digest}.json"
 
     def gone(self) -> str | None:
         """The first file the last recorded run left behind that no longer exists."""

@@ -11,13 +11,10 @@ Usage in a noxfile::
         session.install("pytest")          # runs as usual, every time
         session.run("pytest", "-q")        # memoized: replayed while its inputs hold
 
-Granularity: **one target per ``session.run`` call** (named ``nox:<session>:<n>``, ``n``
-counting the session's memoized runs). A session body is Python that nox executes in its
-own process, interleaving installs, ``session.run`` calls and logic that may depend on
-their output; each ``session.run`` is a separate process tree, which is exactly what the
-tracer can observe. So each call is memoized on its own: a session with a slow test run
-and a fast lint run re-runs only the one whose inputs changed, and installs are never part
-of a record (``session.install`` is not memoized; it runs as nox decides).
+Granularity: **one target per ``session.run`` call** (``nox:<session>:<n>``, ``n`` counting
+the session's memoized runs): each call is a process tree of its own, which the tracer can
+observe, so a session with a slow test run and a fast lint run re-runs only the one whose
+inputs changed; ``session.install`` is not memoized (it runs as nox decides).
 
 The key of a run: the resolved command (argv, the program's absolute path), its cwd, the
 session's environment (``session.env`` and the call's ``env=``: their names are passed and
@@ -41,6 +38,7 @@ from __future__ import annotations
 import functools
 import glob
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -51,7 +49,6 @@ from typing import Any, TypeVar, overload
 from memotest.config import DEFAULT_PASS_ENV, Settings, default_ignore
 from memotest.memo import MemoResult, run_memoized
 from memotest.model import SourceLocation, Target
-from memotest.store import StoreError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -266,7 +263,7 @@ def _run(
     program = _which(args[0], bin_paths, environ.get("PATH"))
     if program is None:
         return fallback()  # nox says "Program X not found" and fails the session
-    full_cmd = " ".join([args[0], *(_quote(a) for a in args[1:])])
+    full_cmd = " ".join([args[0], *(shlex.quote(a) for a in args[1:])])
     if log:
         logger.info(full_cmd)
     if (
@@ -313,11 +310,15 @@ def _run(
             force=force,
             tee=None if silent else getattr(sys.stdout, "buffer", None),
         )
-    except (StoreError, OSError) as exc:
-        # When in doubt, run it: the store cannot be used, so run the command as nox would.
-        logger.warning(f"memotest: {exc}; running {args[0]} without memoization")
+    except Exception as exc:  # before the command started (memotest.faults): run it, once
+        logger.warning(
+            f"memotest: {type(exc).__name__}: {exc}; running {args[0]} without memoization"
+        )
         return fallback()
-    return _finish(result, full_cmd, silent, success_codes, log, logger, CommandFailed)
+    done = _finish(result, full_cmd, silent, success_codes, log, logger, CommandFailed)
+    if result.status == "skipped":  # the command said it skipped (MEMOTEST_SKIP_FILE): so
+        session.skip(f"{result.name}: {result.skip_reason}")  # does the session, for nox
+    return done
 
 
 def _finish(
@@ -330,11 +331,16 @@ def _finish(
     failed: type[Exception],
 ) -> Any:
     output = _decode(result.log)
-    if result.cached:
-        if log:
-            logger.info(f"memotest: {result.name} is up to date: replaying its output (not run)")
-    elif result.note and log:
-        logger.info(f"memotest: {result.note}")
+    if result.fault and result.note:  # memotest's own failure: shown whatever the level
+        logger.warning(f"memotest: {result.note}")
+    if log:  # as the tox plugin: whether it ran and why, whether it will be reused
+        if result.cached:
+            saved = f"saved {result.duration:.1f}s"
+            logger.info(f"memotest: {result.name} is up to date: cached, replayed ({saved})")
+        else:
+            logger.info(f"memotest: {result.name} ran: {result.reason or 'forced'}")
+            if result.note and not result.fault:
+                logger.info(f"memotest: {result.note}")
     if not silent and output and not result.streamed:  # a run was shown as it went
         sys.stdout.write(output)
         sys.stdout.flush()
@@ -364,12 +370,6 @@ def _decode(data: bytes) -> str:
         return decode_output(data) if data else ""
     except (ImportError, UnicodeDecodeError):
         return data.decode("utf-8", "replace")
-
-
-def _quote(arg: str) -> str:
-    import shlex
-
-    return shlex.quote(arg)
 
 
 def _inside(path: str, folder: str) -> bool:

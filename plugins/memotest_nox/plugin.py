@@ -82,45 +82,64 @@ def nox_command() -> list[str]:
 
 
 def load(noxfile: Path) -> Project:
-    """Lists the sessions of ``noxfile`` with nox and makes one target per session."""
+    """Lists the sessions of ``noxfile`` with nox and makes one target per session: every
+    session is a target (``-k True`` selects them all), and the project's default is
+    nox's own selection (``nox --list --json``: what ``nox`` alone runs)."""
     nox = nox_command()
-    folder = noxfile.parent
-    try:
-        proc = subprocess.run(
-            [*nox, "--list", "--json", "--no-color", "-f", noxfile.name],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            timeout=LIST_TIMEOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        raise ConfigError(
-            f"{noxfile}: nox: 'nox --list' did not finish in {LIST_TIMEOUT:.0f}s"
-        ) from None
-    except OSError as exc:
-        raise ConfigError(f"{noxfile}: nox: cannot run {nox[0]}: {exc.strerror}") from None
-    if proc.returncode != 0:
-        raise list_error(noxfile, proc.returncode, proc.stdout + proc.stderr)
-    sessions = _parse_listing(noxfile, proc.stdout)
+    every, selected = (
+        _listing(noxfile, proc)
+        for proc in [_start_listing(noxfile, nox, ("-k", "True")), _start_listing(noxfile, nox, ())]
+    )
     lines = session_lines(noxfile)
+    # nox exits 0 when it skips a session: memotest_nox.session reads its report.
+    runner = (sys.executable, "-I", "-m", "memotest_nox.session", *nox)
     targets: dict[str, Target] = {}
-    for entry in sessions:
+    for entry in every + selected:
         session = entry["session"]
         name = f"nox:{session}"
         if name in targets:  # nox refuses duplicate names; be safe anyway
             continue
         targets[name] = Target(
             name=name,
-            command=(*nox, "-R", "-s", session, "-f", noxfile.name),
-            cwd=str(folder),
+            command=(*runner, "-R", "-s", session, "-f", noxfile.name),
+            cwd=str(noxfile.parent),
             tags=frozenset(),
             source=SourceLocation(str(noxfile), lines.get(str(entry.get("name") or session))),
         )
     if not targets:
-        raise ConfigError(f"{noxfile}: nox: no sessions selected (nox --list shows none)")
+        raise ConfigError(f"{noxfile}: nox: no sessions (nox --list shows none)")
     settings = Settings(pass_env=(*DEFAULT_PASS_ENV, *NOX_PASS_ENV))
-    return Project(noxfile, folder, settings, targets)
+    project = Project(noxfile, noxfile.parent, settings, targets)
+    project.default = list(dict.fromkeys(f"nox:{e['session']}" for e in selected))
+    return project
+
+
+def _start_listing(noxfile: Path, nox: list[str], extra: tuple[str, ...]) -> subprocess.Popen:
+    try:
+        return subprocess.Popen(
+            [*nox, "--list", "--json", "--no-color", "-f", noxfile.name, *extra],
+            cwd=noxfile.parent,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
+    except OSError as exc:
+        raise ConfigError(f"{noxfile}: nox: cannot run {nox[0]}: {exc.strerror}") from None
+
+
+def _listing(noxfile: Path, proc: subprocess.Popen) -> list[dict]:
+    try:
+        stdout, stderr = proc.communicate(timeout=LIST_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise ConfigError(
+            f"{noxfile}: nox: 'nox --list' did not finish in {LIST_TIMEOUT:.0f}s"
+        ) from None
+    if proc.returncode != 0:
+        raise list_error(noxfile, proc.returncode, stdout + stderr)
+    return _parse_listing(noxfile, stdout)
 
 
 def _parse_listing(noxfile: Path, stdout: str) -> list[dict]:

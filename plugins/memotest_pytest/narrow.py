@@ -13,6 +13,8 @@ way to them, because memotest records everything a target looks at as an input:
   neither one of the named paths, nor inside one, nor a folder on the way to one: the
   entries pytest would throw away are skipped before it stats them. The folders' listings
   are still read (and recorded), so a new entry on the way is still seen.
+* **Each test's outcome is reported to memotest** (``memotest_pytest.results``), when
+  memotest's runner asks for it, for its per-test reports.
 * **A file with no tests passes.** memotest makes a target of every file pytest would
   collect, without importing them; one that turns out to hold no test (``pytest`` exit
   status 5, "no tests collected") is a test file with nothing to fail, so the run ends with
@@ -31,6 +33,7 @@ from pathlib import Path
 import pytest
 
 from memotest_pytest.collect import ONLY
+from memotest_pytest.results import start as record_results
 
 _WANTED = pytest.StashKey[tuple[Path, ...] | None]()
 #: ``MEMOTEST_PYTEST_NARROW=0``: collect as pytest does by itself.
@@ -86,6 +89,17 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     if within(path, wanted) or any(path in w.parents for w in wanted):
         return None  # a named path, inside one, or on the way to one: pytest decides
     return True
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Each test's result (``memotest_pytest.results``); in a run that notes the code it
+    executes, which code each test ran too (``memotest_pytest.attribute``)."""
+    record_results(config)
+    from memotest_pytest import attribute
+
+    if attribute.watcher() is not None and attribute.watcher().EXECUTED:
+        attribute.watch_finalizers()
+        config.pluginmanager.register(attribute, "memotest-attribute")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

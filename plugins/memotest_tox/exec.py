@@ -92,6 +92,7 @@ def target_of(spec: Mapping[str, Any]) -> Any:
             argument,
         ),
         cwd=spec["cwd"],
+        scratch=tuple(spec.get("scratch", ())),
         source=SourceLocation(spec["config_file"]) if spec.get("config_file") else None,
     )
 

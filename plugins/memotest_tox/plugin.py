@@ -49,6 +49,7 @@ NAME = "tox"
 #: tox's per-run numbered package staging folder, in a ``direct_url.json`` URL.
 STAGING = re.compile(r"/\.tmp/package/\d+/")
 CONFIG_NAMES = ("tox.ini", "tox.toml")
+RUN_ENV = (sys.executable, "-I", "-m", "memotest_tox.run_env")
 LIST_TIMEOUT = 120.0
 
 
@@ -87,7 +88,7 @@ def _noise_free(data: bytes, path: str) -> str:
             archive.pop("hashes", None)
         body = json.dumps(direct, sort_keys=True).encode()
     else:
-        mark = os.path.basename(parent).encode() + b"/direct_url.json,"
+        mark = os.fsencode(os.path.basename(parent)) + b"/direct_url.json,"
         lines = data.splitlines(keepends=True)
         body = b"".join(mark + b",\n" if line.startswith(mark) else line for line in lines)
     return part_digest(READER_NAME, body)
@@ -127,15 +128,21 @@ def memotest_load_targets(request: LoadRequest) -> Project | None:
     if request.path is None:
         if request.source != NAME:
             return None  # no auto-detection: a tox.ini alone does not make a memotest project
-        path = _find_config(request.cwd)
+        # tox finds its configuration as `tox` does here (every format it reads).
+        listed = list_envs(None, request.cwd)
+        path = Path(str(listed.get("config") or ""))
+        if not path.is_absolute() or not path.is_file():
+            raise ConfigError(
+                f"{NAME}: no tox configuration in {request.cwd} or any parent folder "
+                "(tox.ini, setup.cfg, pyproject.toml [tool.tox], tox.toml)"
+            )
     elif request.source == NAME or _is_tox_file(request.path):
-        path = request.path
+        path = request.path.resolve()
+        if not path.is_file():
+            raise ConfigError(f"{NAME}: {path}: no such file")
+        listed = list_envs(path, path.parent)
     else:
         return None
-    path = path.resolve()
-    if not path.is_file():
-        raise ConfigError(f"{NAME}: {path}: no such file")
-    listed = list_envs(path)
     root = Path(listed.get("root") or path.parent)
     targets: dict[str, Target] = {}
     envs = listed["envs"]
@@ -144,7 +151,18 @@ def memotest_load_targets(request: LoadRequest) -> Project | None:
         depends = [d for d in listed.get("depends", {}).get(env, []) if d in envs and d != env]
         targets[env] = Target(
             name=env,
-            command=(sys.executable, "-m", "tox", "-c", str(path), "-e", env, "--no-memotest"),
+            # run_env tells memotest when tox skipped the env (it exits 0 then too).
+            command=(
+                *RUN_ENV,
+                sys.executable,
+                "-m",
+                "tox",
+                "-c",
+                str(path),
+                "-e",
+                env,
+                "--no-memotest",
+            ),
             cwd=str(path.parent),
             needs=tuple(depends),
             source=SourceLocation(str(path), _env_line(text, env)),
@@ -152,14 +170,6 @@ def memotest_load_targets(request: LoadRequest) -> Project | None:
     if not targets:
         raise ConfigError(f"{NAME}: {path}: env_list names no environment (add env_list = ...)")
     return Project(path, root if root.is_dir() else path.parent, Settings(), targets)
-
-
-def _find_config(start: Path) -> Path:
-    for folder in (start, *start.parents):
-        for name in CONFIG_NAMES:
-            if (folder / name).is_file():
-                return folder / name
-    raise ConfigError(f"{NAME}: no tox.ini or tox.toml in {start} or any parent folder")
 
 
 def _text(path: Path) -> str:
@@ -179,20 +189,21 @@ def _env_line(text: str, env: str) -> int | None:
     return text.count("\n", 0, m.start()) + 1 if m else None
 
 
-def list_envs(path: Path) -> dict[str, Any]:
-    """The env list of a tox config file, read by tox itself in a separate process (so
-    tox's logging setup stays out of memotest's). Raises :class:`ConfigError` naming the
-    file and, where tox says it, the line."""
+def list_envs(path: Path | None, cwd: Path) -> dict[str, Any]:
+    """The env list of a tox config file (None: the one tox finds from ``cwd``), read by
+    tox itself in a separate process (so tox's logging setup stays out of memotest's).
+    Raises :class:`ConfigError` naming the file and, where tox says it, the line."""
+    where = path or cwd
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "memotest_tox.list_envs", str(path)],
-            cwd=path.parent,
+            [sys.executable, "-m", "memotest_tox.list_envs", *([str(path)] if path else [])],
+            cwd=cwd,
             capture_output=True,
             text=True,
             timeout=LIST_TIMEOUT,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ConfigError(f"{NAME}: {path}: could not run tox to read it: {exc}") from None
+        raise ConfigError(f"{NAME}: {where}: could not run tox to read it: {exc}") from None
     _, sep, payload = proc.stdout.rpartition(LIST_MARK)
     try:
         data = json.loads(payload) if sep else None
@@ -201,10 +212,10 @@ def list_envs(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         detail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
         raise ConfigError(
-            f"{NAME}: {path}: tox could not read it" + (f": {detail[-1]}" if detail else "")
+            f"{NAME}: {where}: tox could not read it" + (f": {detail[-1]}" if detail else "")
         )
     if "error" in data:
-        raise ConfigError(_config_message(path, str(data["error"])))
+        raise ConfigError(_config_message(where, str(data["error"])))
     return data
 
 

@@ -470,3 +470,86 @@ def test_a_copy_of_the_project_with_its_tox_envs_replays(proj, tmp_path):
     assert "content: two" in out
     code, out = tox(root, "-e", "py")
     assert "memotest: cached, replayed" in out and count(counter) == 2, out
+
+
+def env_project(
+    tmp_path: Path, counter: Path, command: str, files: dict[str, str], setting: str
+) -> Path:
+    """A skip_install project whose ``py`` env bumps a counter and runs ``command``, with
+    one more ``[testenv]`` line."""
+    return write(
+        tmp_path / "proj",
+        {
+            "tox.ini": f"""
+                [tox]
+                env_list = py
+                [testenv]
+                skip_install = true
+                {setting}
+                commands =
+                    {bump(counter)}
+                    {command}
+                """,
+            **files,
+        },
+    )
+
+
+def pytest_env(tmp_path: Path, counter: Path, commands: str) -> Path:
+    """A project whose ``py`` env runs real pytest (the host's, through ``PYTHONPATH``) on
+    one test that uses ``tmp_path``."""
+    site = os.path.dirname(os.path.dirname(pytest.__file__))
+    test = """
+        def test_a(tmp_path):
+            (tmp_path / "x").write_text("hi")
+            assert (tmp_path / "x").read_text() == "hi"
+        """
+    return env_project(
+        tmp_path, counter, commands, {"tests/test_a.py": test}, f"set_env = PYTHONPATH={site}"
+    )
+
+
+def test_pytest_basetemp_in_env_tmp_dir_replays_on_the_second_run(tmp_path):
+    """tox empties ``env_tmp_dir`` before the commands; pytest removes its basetemp, makes
+    it again and looks for its ``test_acurrent`` link before making it. That folder is the
+    run's own (memotest/scratch.py): the second run replays."""
+    counter = tmp_path / "counter"
+    cmd = "python -m pytest -q -p no:cacheprovider --basetemp={env_tmp_dir} tests"
+    root = pytest_env(tmp_path, counter, cmd)
+    code, out = tox(root, "-e", "py")
+    assert code == 0, out
+    assert "1 passed" in out and "not cached" not in out, out
+    code, out = tox(root, "-e", "py")
+    assert code == 0, out
+    assert "memotest: cached, replayed" in out, out
+    assert count(counter) == 1
+    # Whatever is left in the folder is never an input: the runner empties it first.
+    (root / ".tox" / "py" / "tmp" / "junk").write_text("left by someone\n")
+    (root / "tests" / "test_a.py").write_text("def test_a():\n    assert False\n")
+    code, out = tox(root, "-e", "py")
+    assert code != 0 and count(counter) == 2, out
+    assert "test_a.py: content changed" in out
+
+
+def test_an_env_whose_test_kills_its_pager_at_once_replays(tmp_path):
+    """A program killed before its first call into the C library did not run without the
+    shim (``tracer/collect.py``): the env is cached from its first run."""
+    counter = tmp_path / "counter"
+    sleep = shutil.which("sleep") or "/bin/sleep"
+    pager = f"""
+        import subprocess
+        for _ in range(10):
+            p = subprocess.Popen([{sleep!r}, "30"], stdin=subprocess.DEVNULL)
+            p.kill()
+            assert p.wait() < 0
+        print("pager killed")
+        """
+    root = env_project(
+        tmp_path, counter, "python pager.py", {"pager.py": pager}, f"allowlist_externals = {sleep}"
+    )
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and "pager killed" in out, out
+    assert "not cached" not in out, out
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and "memotest: cached, replayed" in out, out
+    assert count(counter) == 1

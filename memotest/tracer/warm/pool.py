@@ -3,6 +3,18 @@
 What the runs report teaches the next workers what to preload (``preload.py``); a worker
 that refuses a module to preload is started again without it, and workers that keep being
 replaced stop preloading.
+
+**Re-warming.** The book is learned from runs, so the first build of a project (every
+target stale: a full run) would start its worker with nothing to preload, and every run
+would import the test runner's plugins' libraries and the tests' own again. Within a
+build, once the runs taught the book enough that the worker does not preload
+(``REWARM_MIN`` modules), a new worker with that preload is started in the background
+while the old one keeps forking; the runs that start after it is ready fork from it, and
+the old one is retired (its runs go on). That is the same worker, with the same checks
+and the same inputs in every record, as the next build would start: nothing a run
+observes is dropped, only paid for once. At most ``REWARMS`` times per spec and build
+(the collection's imports, then the first targets'), and never for a spec whose worker
+already left modules out in this build (its preload is settled until the next build).
 """
 
 from __future__ import annotations
@@ -15,6 +27,11 @@ from memotest.tracer.warm.preload import PreloadBook
 from memotest.tracer.warm.remote import RemoteProcess
 from memotest.tracer.warm.spec import WarmSpec
 from memotest.tracer.warm.worker import CHANGED_WHILE_STARTING, Worker
+
+#: How many modules the book must know that the current worker did not preload for a
+#: re-warm (see the module doc), and how many re-warms a spec gets per build.
+REWARM_MIN = 10
+REWARMS = 2
 
 
 class WorkerPool:
@@ -47,6 +64,10 @@ class WorkerPool:
         self._lock = threading.Lock()
         #: Why a worker was not used or was replaced, with how many times (``build -v``).
         self.events: dict[str, int] = {}
+        #: Re-warms started per spec, and the threads starting them (module doc).
+        self._rewarms: dict[WarmSpec, int] = {}
+        self._rewarming: list[threading.Thread] = []
+        self._closed = False
 
     def worker(self, spec: WarmSpec) -> Worker | None:
         """The worker for ``spec``, started if needed; None if none can be."""
@@ -80,6 +101,8 @@ class WorkerPool:
                 for name, why in worker.refused:
                     self.note(f"a warm worker left out {name} ({why})")
                 worker.close()
+                with self._lock:
+                    self._rewarms[spec] = REWARMS  # its preload is settled for this build
             with self._lock:
                 if ok:
                     self._workers[spec] = worker
@@ -101,9 +124,50 @@ class WorkerPool:
         return self.book.modules_for(spec.cwd, spec.python, spec.modules)
 
     def learn(self, spec: WarmSpec, run: RemoteProcess) -> None:
-        """Takes what a forked run reported for the next workers of its spec."""
-        if run.report is not None:
-            self.book.learn(spec.cwd, spec.python, run.report)
+        """Takes what a forked run reported for the next workers of its spec, and starts a
+        re-warm when the current worker would preload too little of it (module doc)."""
+        if run.report is None:
+            return
+        self.book.learn(spec.cwd, spec.python, run.report)
+        with self._lock:
+            current = self._workers.get(spec)
+            if (
+                self._closed
+                or current is None
+                or not current.usable
+                or self._rewarms.get(spec, 0) >= REWARMS
+            ):
+                return
+        preload = self.preload_for(spec)
+        had = current.preloaded | set(current.preload)
+        if len([m for m in preload if m not in had]) < REWARM_MIN:
+            return
+        with self._lock:
+            if self._closed or self._rewarms.get(spec, 0) >= REWARMS:
+                return
+            self._rewarms[spec] = self._rewarms.get(spec, 0) + 1
+            thread = threading.Thread(
+                target=self._rewarm, args=(spec, current, preload), name="memotest-rewarm"
+            )
+            self._rewarming.append(thread)
+        thread.start()
+
+    def _rewarm(self, spec: WarmSpec, old: Worker, preload: tuple[str, ...]) -> None:
+        """Starts a worker for ``spec`` that preloads ``preload``; it replaces ``old`` if
+        that is still the current one and usable. One that refuses a module teaches the
+        book and is dropped (the next build's worker leaves the module out)."""
+        whole = self.book.whole_for(spec.cwd, spec.python)
+        worker = Worker(spec, self.work_root, preload, self.code_level, whole, self.config)
+        ok = worker.start()
+        if not ok and worker.refused:
+            self.book.refuse(spec.cwd, spec.python, [name for name, _ in worker.refused])
+        with self._lock:
+            if ok and not self._closed and self._workers.get(spec) is old and old.usable:
+                self._workers[spec] = worker
+                self._retired.append(old)
+                self._note("a warm worker was re-warmed with what the runs imported")
+                return
+        worker.close()
 
     def note(self, event: str) -> None:
         """Counts an event (``build -v``)."""
@@ -115,6 +179,11 @@ class WorkerPool:
         self.events[event] = self.events.get(event, 0) + 1
 
     def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            starting = list(self._rewarming)
+        for thread in starting:
+            thread.join()
         with self._lock:
             workers = [*self._workers.values(), *self._retired]
             self._workers.clear()

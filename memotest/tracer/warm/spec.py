@@ -5,8 +5,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-#: Variables set per run, not per worker.
-PER_RUN_ENV = ("TMPDIR", "TMP", "TEMP", "MEMOTEST_TRACE_DIR", "MEMOTEST_SHIM")
+#: Variables set per run, not per worker (``MEMOTEST_SKIP_FILE``: :mod:`memotest.runner`).
+PER_RUN_ENV = (
+    "TMPDIR",
+    "TMP",
+    "TEMP",
+    "MEMOTEST_TRACE_DIR",
+    "MEMOTEST_SHIM",
+    "MEMOTEST_SKIP_FILE",
+    "MEMOTEST_TEST_RESULTS",  # memotest/testcases.py
+)
 
 
 class WarmUnavailable(Exception):

@@ -1,0 +1,174 @@
+"""Where a full run's time goes: memotest with every target stale against one-process pytest.
+
+A full run is the first revision of the replay (``benchmarks/replay.py``): no store, so
+every test file is a target that runs, and no preload book (``.memotest/warm.json``). For
+one replay project, its latest listed release is laid into a working folder (as the replay
+does, with the replay's venv in ``.bench/`` and its installed metadata), and measured:
+
+* **pytest**: ``python -m pytest -q -p no:cacheprovider TESTS``, one process (the base);
+* **per file**: the same, one process per test file (RetestAll): minus pytest, over the
+  files, it is what starting Python, pytest, its plugins and the conftests costs per file;
+* **collection**: pytest's collection of TESTS alone (``--collect-only``);
+* **memotest**: ``memotest build -jN --pytest TESTS`` from an empty store, as is (warm
+  workers, code noting), with ``--whole-files`` (no code, listings or sections noted: the
+  cost of noting them), and with ``--no-warm`` (every target a fresh traced process: what
+  the warm worker saves). Each build's time is split into what is before its first target
+  (memotest's start, its pytest collection, the worker's start), the targets' own
+  durations (as the JSON report has them: the forked run under the tracer, and recording
+  its inputs), and the rest (scheduling gaps, the store, the reports).
+
+Each figure is one measurement: wall seconds and the CPU seconds of the processes it
+started (``RUSAGE_CHILDREN``), which a busy machine changes less. Run::
+
+    python benchmarks/full_run.py                        # oslo.utils and structlog, -j1 -j2
+    python benchmarks/full_run.py --projects structlog --jobs 2
+
+Set ``MEMOTEST_BENCH_WORK`` as for the replay (the working folders go under it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import replay
+
+DEFAULT = ("oslo.utils", "structlog")
+
+
+def cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def measure(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
+    """Wall and children's CPU seconds of ``cmd``, and its output."""
+    c0, t0 = cpu(), time.monotonic()
+    proc = subprocess.run(
+        cmd, cwd=cwd, env=env, capture_output=True, text=True, errors="replace", check=False
+    )
+    return time.monotonic() - t0, cpu() - c0, proc.stdout + proc.stderr
+
+
+def lay(project: replay.Project, work: Path) -> Path:
+    """The project's latest release in ``work/PROJECT``, as the replay's first revision."""
+    lane = replay.Lane(work / project.name)
+    shutil.rmtree(lane.root, ignore_errors=True)
+    lane.root.mkdir(parents=True)
+    version = project.releases[-1]
+    src_root = replay.extracted(project.name, version)
+    meta = replay.installed_metadata(src_root) if project.metadata else None
+    lane.checkout(replay.release_files(src_root), meta, re.sub(r"[-.]+", "_", project.name).lower())
+    return lane.root
+
+
+def build(venv: Path, lane: Path, tests: str, env: dict, jobs: int, *extra: str) -> dict:
+    """One memotest build from an empty store, split as the module doc says."""
+    shutil.rmtree(lane / ".memotest", ignore_errors=True)
+    report = lane.parent / "full-run-report.json"
+    report.unlink(missing_ok=True)
+    cmd = [str(venv / "bin" / "memotest"), "build", f"-j{jobs}", *extra]
+    cmd += ["--json-report", str(report), "--pytest", tests]
+    wall, used, out = measure(cmd, lane, env)
+    if not report.exists():
+        return {"wall": wall, "cpu": used, "error": out[-500:]}
+    data = json.loads(report.read_text())
+    targets = sum(t.get("duration") or 0 for t in data["targets"])
+    duration = data["summary"].get("duration") or 0.0
+    return {
+        "wall": wall,
+        "cpu": used,
+        "before_build": wall - duration,
+        "targets": targets,
+        # with -jN the targets overlap: their durations over N is the slots' busy time
+        "gaps": duration - targets / jobs,
+        "n": len(data["targets"]),
+    }
+
+
+def run(name: str, jobs: list[int], work: Path) -> dict:
+    project = replay.PROJECTS[name]
+    venv = replay.venv(project)
+    py = str(venv / "bin" / "python")
+    lane = lay(project, work)
+    env = replay.environment(project, lane, venv)
+    col = replay.collect(py, lane, project.tests, env)
+    files = col["files"]
+    out: dict = {"project": name, "release": project.releases[-1], "files": len(files)}
+    base = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    wall, used, _ = measure([*base, project.tests], lane, env)
+    out["pytest"] = {"wall": wall, "cpu": used}
+    walls, cpus = 0.0, 0.0
+    for rel in files:
+        wall, used, _ = measure([*base, rel], lane, env)
+        walls, cpus = walls + wall, cpus + used
+    out["per_file"] = {"wall": walls, "cpu": cpus}
+    wall, used, _ = measure([*base, "--collect-only", project.tests], lane, env)
+    out["collection"] = {"wall": wall, "cpu": used}
+    for n in jobs:
+        out[f"j{n}"] = build(venv, lane, project.tests, env, n)
+        if n == 1:
+            out["j1_whole"] = build(venv, lane, project.tests, env, 1, "--whole-files")
+            out["j1_cold"] = build(venv, lane, project.tests, env, 1, "--no-warm")
+    return out
+
+
+def show(r: dict) -> None:
+    p, n = r["pytest"], r["files"]
+    print(f"\n{r['project']} {r['release']}: {n} test files (wall s / CPU s; x = wall / pytest's)")
+
+    def line(label: str, m: dict, note: str = "") -> None:
+        x = m["wall"] / p["wall"] if p["wall"] else float("nan")
+        print(f"  {label:<34} {m['wall']:6.2f} / {m['cpu']:6.2f}  {x:5.2f}x  {note}")
+
+    line("pytest (one process)", p)
+    start = (r["per_file"]["wall"] - p["wall"]) / n
+    line("pytest, one process per file", r["per_file"], f"start-up {start:.2f} s per file")
+    line("pytest --collect-only", r["collection"])
+    for key, label in (
+        ("j1", "memotest -j1"),
+        ("j1_whole", "memotest -j1 --whole-files"),
+        ("j1_cold", "memotest -j1 --no-warm"),
+        ("j2", "memotest -j2"),
+    ):
+        m = r.get(key)
+        if not m:
+            continue
+        if "error" in m:
+            print(f"  {label:<34} failed: {m['error']}")
+            continue
+        line(
+            label,
+            m,
+            f"before the 1st target {m['before_build']:.2f} | targets {m['targets']:.2f} "
+            f"({m['targets'] / m['n']:.2f}/target) | gaps {m['gaps']:.2f}",
+        )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--projects", nargs="+", default=list(DEFAULT), metavar="NAME")
+    ap.add_argument("--jobs", nargs="+", type=int, default=[1, 2])
+    ap.add_argument("--out", type=Path, default=None, help="also write the figures as JSON")
+    args = ap.parse_args()
+    work = replay.WORK / "full-run"
+    results = []
+    for name in args.projects:
+        r = run(name, args.jobs, work)
+        show(r)
+        results.append(r)
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
