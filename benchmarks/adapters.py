@@ -453,6 +453,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="only " + ", ".join(QUICK_PROJECTS))
     ap.add_argument("--projects", help="comma-separated, from: " + ", ".join(PROJECTS))
+    ap.add_argument(
+        "--stem", help="the results file's name (benchmarks/results/STEM.json) and logs' folder"
+    )
     args = ap.parse_args()
     names = (
         args.projects.split(",")
@@ -461,7 +464,7 @@ def main() -> int:
         if args.quick
         else DEFAULT_PROJECTS
     )
-    stem = "adapters-quick" if args.quick else "adapters"
+    stem = args.stem or ("adapters-quick" if args.quick else "adapters")
     out = RESULTS / f"{stem}.json"
     results: list[dict] = []
     for name in names:
