@@ -40,7 +40,7 @@ import os
 import stat
 from collections.abc import Sequence
 
-from memotest.fingerprint import FileStates, Fingerprint, Refresh
+from memotest.fingerprint import UNREADABLE, FileStates, Fingerprint, Refresh
 from memotest.inputs import dir as dir_
 from memotest.inputs import file
 from memotest.inputs.base import InputKind
@@ -77,6 +77,8 @@ class Effect(InputKind):
         if digest.startswith(DIR):
             return dir_.KIND.verify(states, path, digest[len(DIR) :], sig, verified_ns, link)
         st = states.lstat(path)
+        if st is UNREADABLE:  # neither absent nor present: never holds
+            return False
         if digest.startswith(ABSENT):
             return st is None
         return st is not None and not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode))

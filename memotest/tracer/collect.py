@@ -199,11 +199,19 @@ def build_trace(
             incomplete.append(Incomplete(ev.pid, _exe(images, ev.pid), ev.path))
 
     # Every exec must be answered by the new image announcing itself (PROTOCOL.md).
+    # An exec excused as killed before the shim's constructor (the rule above): polling
+    # may have seen that process in the same window, before the loader mapped the shim.
+    excused = {
+        (pid, path)
+        for pid, paths in pending.items()
+        for path in paths
+        if (pid, path) in reachable and (pid, path) in killed and _shim_loads(path)
+    }
     unanswered = [
         (pid, path)
         for pid, paths in pending.items()
         for path in paths
-        if not ((pid, path) in reachable and (pid, path) in killed and _shim_loads(path))
+        if (pid, path) not in excused
     ]
     unanswered += [(pid, path) for pid, path in spawned if not announced[pid]]
     for pid, path in unanswered:
@@ -227,7 +235,7 @@ def build_trace(
             continue
         traced = bool(s.shim_mapped)
         images[s.pid] = ProcessInfo(s.pid, s.ppid, s.exe, s.argv, s.cwd, traced)
-        if s.shim_mapped is False:
+        if s.shim_mapped is False and not any(pid == s.pid for pid, _ in excused):
             reason = why_untraceable(s.exe) or "the shim is not loaded in this process"
             incomplete.append(Incomplete(s.pid, s.exe, reason))
             trace.reads.update(p for p in s.open_files if clean(p) and p not in changed)
