@@ -37,7 +37,27 @@ from memotest.plugins import LoadRequest
 NOXFILE = "noxfile.py"
 #: Variables nox itself reads (NOXSESSION, NOX_DEFAULT_VENV_BACKEND, NO_COLOR, CI decides
 #: whether a missing interpreter is an error): passed to the targets and part of their key.
-NOX_PASS_ENV = ("NOX*", "NO_COLOR", "FORCE_COLOR", "CI")
+#: nox's own, and what a session's installs need to reach an index (as tox passes by
+#: default): a session that cannot install fails where plain nox passes.
+NOX_PASS_ENV = (
+    "NOX*",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "CI",
+    "PIP_*",
+    "UV_*",
+    "VIRTUALENV_*",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+)
 LIST_TIMEOUT = 120.0
 
 

@@ -175,3 +175,30 @@ def test_a_memoized_call_that_says_it_skipped_skips_the_session(tmp_path):
         assert "Session probe skipped: nox:probe:1: no docker" in out, out
         assert "never-reached" not in out
         assert counter(tmp_path / "counter") == n
+
+
+INSTALL_ENV = """
+    import nox
+
+    @nox.session(venv_backend="none")
+    def tests(session):
+        import os
+        names = ("PIP_INDEX_URL", "UV_INDEX_URL", "SSL_CERT_FILE", "https_proxy")
+        session.run("python", "-c", f"print({[os.environ.get(n) for n in names]!r})")
+"""
+
+
+def test_a_session_gets_what_its_installs_need_to_reach_an_index(tmp_path):
+    # Behind a proxy or a private index (PIP_INDEX_URL, SSL_CERT_FILE...), a session
+    # whose installs cannot reach it fails where plain nox passes.
+    root = write_tree(tmp_path / "proj", {"noxfile.py": INSTALL_ENV})
+    given = {
+        "PIP_INDEX_URL": "file:///idx",
+        "UV_INDEX_URL": "file:///uv",
+        "SSL_CERT_FILE": "/certs.pem",
+        "https_proxy": "http://127.0.0.1:9",
+    }
+    proc = memotest("build", "--from", "nox", cwd=root, env=environ(**given))
+    assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
+    log = memotest("show", "nox:tests", "--log", "--from", "nox", cwd=root, env=environ(**given))
+    assert str(list(given.values())) in log.stdout.decode(), log.stdout.decode()
