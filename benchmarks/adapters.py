@@ -75,11 +75,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import replay
 from replay import extracted, log, run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -277,18 +277,7 @@ def command(project: Project, memoized: bool) -> list[str]:
 
 
 def timed(cmd: list[str], cwd: Path, env: dict, logfile: Path) -> dict:
-    t0 = time.monotonic()
-    proc = subprocess.run(
-        cmd,
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=RUN_TIMEOUT,
-        stdin=subprocess.DEVNULL,
-    )
-    wall = time.monotonic() - t0
+    wall, proc = replay.timed(cmd, cwd, env, timeout=RUN_TIMEOUT)
     out = proc.stdout + proc.stderr
     logfile.parent.mkdir(parents=True, exist_ok=True)
     logfile.write_text(f"$ {' '.join(cmd)}\n{out}\nexit {proc.returncode}\n")

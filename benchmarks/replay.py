@@ -671,7 +671,9 @@ def collect(py: str, lane: Path, tests: str, env: dict[str, str]) -> dict:
     return {"files": sorted(files), "errors": data["errors"], "wall": wall, "tests": data["n"]}
 
 
-def timed(cmd: list[str], cwd: Path, env: dict) -> tuple[float, subprocess.CompletedProcess]:
+def timed(
+    cmd: list[str], cwd: Path, env: dict, timeout: float = RUN_TIMEOUT
+) -> tuple[float, subprocess.CompletedProcess]:
     """Runs a measured command (output captured as text, no stdin); its wall time too."""
     t0 = time.monotonic()
     proc = subprocess.run(
@@ -681,7 +683,7 @@ def timed(cmd: list[str], cwd: Path, env: dict) -> tuple[float, subprocess.Compl
         capture_output=True,
         text=True,
         errors="replace",
-        timeout=RUN_TIMEOUT,
+        timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
     return time.monotonic() - t0, proc
