@@ -218,6 +218,7 @@ def build_trace(
         reason = why_untraceable(path) or "the program ran without the shim"
         incomplete.append(Incomplete(pid, path, reason))
     trace.execs.update(exec_paths)
+    excused_pids = {pid for pid, _path in excused}
     if not announced[root_pid] and root_pid not in pending:
         exe = command[0] if command else None
         reason = why_untraceable(_which(exe)) or "the shim did not load into the command"
@@ -235,7 +236,7 @@ def build_trace(
             continue
         traced = bool(s.shim_mapped)
         images[s.pid] = ProcessInfo(s.pid, s.ppid, s.exe, s.argv, s.cwd, traced)
-        if s.shim_mapped is False and not any(pid == s.pid for pid, _ in excused):
+        if s.shim_mapped is False and s.pid not in excused_pids:
             reason = why_untraceable(s.exe) or "the shim is not loaded in this process"
             incomplete.append(Incomplete(s.pid, s.exe, reason))
             trace.reads.update(p for p in s.open_files if clean(p) and p not in changed)
