@@ -5,15 +5,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-#: Variables set per run, not per worker (``MEMOTEST_SKIP_FILE``: :mod:`memotest.runner`).
+#: Variables set per run, not per worker: two runs that differ only in these share one.
+#: Every variable memotest sets for one run alone belongs here (else each such run
+#: starts a worker of its own).
 PER_RUN_ENV = (
     "TMPDIR",
     "TMP",
     "TEMP",
     "MEMOTEST_TRACE_DIR",
     "MEMOTEST_SHIM",
-    "MEMOTEST_SKIP_FILE",
+    "MEMOTEST_SKIP_FILE",  # memotest/runner.py
     "MEMOTEST_TEST_RESULTS",  # memotest/testcases.py
+    "MEMOTEST_SELECT",  # memotest/select.py: the tests a partial run runs
 )
 
 
