@@ -47,3 +47,25 @@ def test_the_runs_own_leftover_is_another_state_and_runs(tmp_path):
     assert got == {"cov": "passed"}, out
     assert ".coverage: appeared" in out, out
     assert build_statuses(root)[2] == {"cov": "cached"}
+
+
+# Like pytest-benchmark under a plain ``python -m pytest``: the import system lists the
+# current folder, then the plugin makes ``.benchmarks`` there (``os.makedirs``, exist_ok).
+LIST_THEN_MKDIR = (
+    "import os; names = sorted(os.listdir('.')); "
+    "os.makedirs('.benchmarks', exist_ok=True); print(names)"
+)
+
+
+def test_a_leftover_in_a_folder_the_run_listed_runs_it_once_more(tmp_path):
+    """What the run listed did not hold its leftover; the next run lists it with it: another
+    state, run once (its result could differ: it sees the entry), then replayed."""
+    root = project(tmp_path, LIST_THEN_MKDIR)
+    assert build_statuses(root)[2] == {"cov": "passed"}
+    _, out, got = build_statuses(root, "-v")
+    assert got == {"cov": "passed"}, out
+    assert "gained entries: .benchmarks" in out, out
+    assert build_statuses(root)[2] == {"cov": "cached"}
+    # A fresh checkout has no leftover: the first record holds there again.
+    (root / ".benchmarks").rmdir()
+    assert build_statuses(root)[2] == {"cov": "cached"}

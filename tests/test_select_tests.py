@@ -299,3 +299,21 @@ def test_b():
 def test_state_an_earlier_unrun_test_leaves(tmp_path):
     out, status, _ = only_two_returns_3(tmp_path, EARLIER_STATE_TESTS)
     assert status == "failed", out  # as the whole file fails: 3 + 1 != 3
+
+
+def test_a_package_installed_inside_the_standard_librarys_folder_is_a_caller():
+    """An interpreter outside a virtual environment (pyenv's, a CI image's) keeps its
+    site-packages inside the standard library's folder: pytest's code there is what opened
+    a test file (benign), not the worker's code below it (which would stop selection)."""
+    from memotest.worker import code_watch
+
+    std = code_watch.STDLIB[0]
+
+    def frame_in(filename: str):
+        space: dict = {}
+        exec(compile("import sys\ndef f():\n    return sys._getframe()\n", filename, "exec"), space)
+        return space["f"]()
+
+    pytest_file = std + "site-packages/_pytest/assertion/rewrite.py"
+    assert code_watch.caller(frame_in(pytest_file)) == pytest_file
+    assert code_watch.caller(frame_in(std + "pathlib.py")) == __file__  # its caller: here

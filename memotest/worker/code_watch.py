@@ -69,6 +69,14 @@ def on_code_read(args, frame):
 
 
 STDLIB = [os.path.join(os.path.dirname(os.__file__), "")]
+#: Folders inside the standard library's that are not it: an interpreter outside a
+#: virtual environment keeps its installed packages there (``lib/python3.11/site-packages``).
+INSTALLED = ("site-packages/", "dist-packages/")
+
+
+def in_stdlib(name):
+    """Whether the code file ``name`` is the standard library's."""
+    return name.startswith(STDLIB[0]) and not name[len(STDLIB[0]) :].startswith(INSTALLED)
 
 
 def caller(frame):
@@ -76,7 +84,7 @@ def caller(frame):
     (``pathlib``'s ``read_text`` is not who read the file, its caller is)."""
     while frame is not None:
         name = frame.f_code.co_filename
-        if not (name.startswith(STDLIB[0]) or name == __file__ or name.startswith("<frozen")):
+        if not (in_stdlib(name) or name == __file__ or name.startswith("<frozen")):
             return name
         frame = frame.f_back
     return "?"

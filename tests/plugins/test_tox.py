@@ -495,6 +495,9 @@ def env_project(
     )
 
 
+PAD = " " * 20  # a continuation line of the setting, as env_project indents it
+
+
 def pytest_env(tmp_path: Path, counter: Path, commands: str) -> Path:
     """A project whose ``py`` env runs real pytest (the host's, through ``PYTHONPATH``) on
     one test that uses ``tmp_path``."""
@@ -504,9 +507,12 @@ def pytest_env(tmp_path: Path, counter: Path, commands: str) -> Path:
             (tmp_path / "x").write_text("hi")
             assert (tmp_path / "x").read_text() == "hi"
         """
-    return env_project(
-        tmp_path, counter, commands, {"tests/test_a.py": test}, f"set_env = PYTHONPATH={site}"
+    # Without the host's plugins: a plugin's leftover (pytest-benchmark's ``.benchmarks``)
+    # in the folder pytest's import system listed would make the second run run again.
+    setting = "\n".join(
+        ["set_env =", f"{PAD}PYTHONPATH={site}", f"{PAD}PYTEST_DISABLE_PLUGIN_AUTOLOAD=1"]
     )
+    return env_project(tmp_path, counter, commands, {"tests/test_a.py": test}, setting)
 
 
 def test_pytest_basetemp_in_env_tmp_dir_replays_on_the_second_run(tmp_path):

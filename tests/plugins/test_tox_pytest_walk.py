@@ -27,7 +27,9 @@ def bump(counter: Path) -> list[str]:
 
 def config(kind: str, counter: Path, pytest_args: list[str]) -> dict[str, str]:
     """A skip_install project whose ``py`` env bumps a counter and runs ``python -m pytest``
-    (the host's pytest, through ``PYTHONPATH``)."""
+    (the host's pytest, through ``PYTHONPATH``, without the host's plugins: pytest-benchmark
+    makes ``.benchmarks`` in the folder pytest's import system listed, and the second run
+    would run again for it, as ``test_own_leftovers.py`` shows)."""
     if kind == "ini":
         line = " ".join(["python", "-m", "pytest", *pytest_args])
         text = f"""
@@ -35,7 +37,9 @@ def config(kind: str, counter: Path, pytest_args: list[str]) -> dict[str, str]:
             env_list = py
             [testenv]
             skip_install = true
-            set_env = PYTHONPATH={SITE}
+            set_env =
+                PYTHONPATH={SITE}
+                PYTEST_DISABLE_PLUGIN_AUTOLOAD=1
             commands =
                 python -c "open(r'{counter}', 'a').write('x')"
                 {line}
@@ -46,7 +50,7 @@ def config(kind: str, counter: Path, pytest_args: list[str]) -> dict[str, str]:
         env_list = ["py"]
         [env_run_base]
         skip_install = true
-        set_env = {{ PYTHONPATH = "{SITE}" }}
+        set_env = {{ PYTHONPATH = "{SITE}", PYTEST_DISABLE_PLUGIN_AUTOLOAD = "1" }}
         commands = [{json.dumps(bump(counter))}, {json.dumps(cmd)}]
         """
     return {"tox.toml": text}
