@@ -17,7 +17,7 @@ NOXFILE = f"""
     @memoized
     def tests(session):
         session.run({sys.executable!r}, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                    "tests", external=True)
+                    "tests", external=True, env={{"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}})
 """
 TEST = """
     from shapes import area
@@ -29,9 +29,9 @@ TEST = """
 
 
 def test_docs_edits_replay_code_edits_rerun(tmp_path):
-    # Without the host's pytest plugins: pytest-benchmark's ``.benchmarks``, made in the
-    # folder pytest's import system listed, would make the second run run again.
-    env = environ(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    # The session's pytest runs without the host's plugins (its env=): pytest-benchmark's
+    # ``.benchmarks``, made in the folder pytest's import system listed, would make the
+    # second run run again (``tests/test_own_leftovers.py``).
     root = write_tree(
         tmp_path / "proj",
         {
@@ -43,17 +43,17 @@ def test_docs_edits_replay_code_edits_rerun(tmp_path):
         },
     )
     count = tmp_path / "counter"
-    code, out = nox(root, "-s", "tests", env=env)
+    code, out = nox(root, "-s", "tests")
     assert code == 0 and "1 passed" in out and counter(count) == 1, out
-    code, out = nox(root, "-s", "tests", env=env)
+    code, out = nox(root, "-s", "tests")
     assert code == 0 and "up to date" in out and counter(count) == 1, out
     (root / "README.md").write_text("# proj\n\nA much longer description.\n")
     (root / "CHANGES.md").write_text("## 1.1\n\n- more\n\n## 1.0\n")
-    code, out = nox(root, "-s", "tests", env=env)
+    code, out = nox(root, "-s", "tests")
     assert code == 0 and "up to date" in out and counter(count) == 1, out
     write_tree(root, {"tests/test_a.py": TEST.replace("area(2) == 4", "area(3) == 9")})
-    code, out = nox(root, "-s", "tests", env=env)
+    code, out = nox(root, "-s", "tests")
     assert code == 0 and counter(count) == 2, out
     (root / "shapes.py").write_text("def area(n):\n    return n * 2 + 1\n")
-    code, out = nox(root, "-s", "tests", env=env)
+    code, out = nox(root, "-s", "tests")
     assert code != 0 and counter(count) == 3, out
