@@ -23,11 +23,27 @@ worker's), is then an input by those of its entries that match what they looked 
 what imported it. Any other listing of the folder, by Python code or by another process,
 keeps it whole.
 
+A child forked from the process (``os.fork``: multiprocessing's default start, a test
+forking) inherits the import system's caches of the folders listed so far, and looks for
+names in them that no report of the process holds. So at a fork (:func:`watch_forks`) the
+folders listed until then become whole, and the child's own report says nothing (it is
+``BLIND``): the folders it lists stay whole. ``subprocess`` forks without calling Python's
+fork handlers, then executes another image: that is another process, whose listings the
+shim reports under its own pid.
+
+The same watch runs in two kinds of processes: a warm worker (installed before the
+worker imports anything, ``serve.py``; each forked run reports through the worker), and
+the plain pytest process of a tox env or a nox session (installed by ``memotest_walk``,
+``plugins/memotest_pytest/walk_path/``, as pytest imports it; the process reports at
+exit to the folder memotest names, ``memotest/tracer/listing_reports.py``).
+
 What this rests on: that C code in the run's own process (a C extension calling
 ``opendir``) does not list a folder of the project, which the audit hook cannot see;
 that what a plugin says a lister looks for is all it uses of the listing; and that
-nothing lists a folder before the worker's hook is installed but the import system (the
-interpreter's start-up).
+nothing lists a folder before the hook is installed but the import system (the
+interpreter's start-up; in a plain pytest process, also pytest's own start-up before it
+imports its ``-p`` plugins, which stats files but lists no folder, and the ``-p`` plugins
+of ``addopts``, imported just before).
 """
 
 import os
@@ -170,6 +186,25 @@ def watch_listings():
     finder._fill_cache = _fill_cache
     audit.watch("os.listdir", on_listing)
     audit.watch("os.scandir", on_listing)
+
+
+def _forking():
+    """Before a fork, in the parent: the child looks in the caches of every folder listed
+    so far, and reports nothing of it."""
+    WHOLE.update(LOOKS)
+    WHOLE.update(PATTERNS)
+
+
+def _forked():
+    """After a fork, in the child: its report says nothing (:func:`listing_report`)."""
+    BLIND.append("forked")
+
+
+def watch_forks():
+    """From now on, a fork makes every folder listed so far whole, and the child blind.
+    Called in the process that reports (a worker's run, a plain pytest process), not in a
+    worker, whose forks are the runs."""
+    os.register_at_fork(before=_forking, after_in_child=_forked)
 
 
 def listing_report(top, roots):
