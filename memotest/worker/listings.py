@@ -21,7 +21,8 @@ worker's), is then an input by those of its entries that match what they looked 
 (``Kind.ENTRIES``): a new ``py.typed``, a ``.pre-commit-config.yaml`` or a renamed
 ``CHANGES.md`` re-runs nothing, a new module that an import would now find first re-runs
 what imported it. Any other listing of the folder, by Python code or by another process,
-keeps it whole.
+keeps it whole. A listing by a descriptor (``shutil.rmtree``, ``os.fwalk``) keeps the
+folder it is open on whole; one whose folder cannot be told keeps all whole.
 
 A child forked from the process (``os.fork``: multiprocessing's default start, a test
 forking) inherits the import system's caches of the folders listed so far, and looks for
@@ -58,8 +59,9 @@ LOOKS = {}
 PATTERNS = {}
 #: Folders some other reader listed: every entry counts.
 WHOLE = set()
-#: Not empty when some listing cannot be attributed (a folder listed by a file descriptor,
-#: or an import system that does not ask its cache as the notes expect): all stay whole.
+#: Not empty when some listing cannot be attributed (a folder listed by a file descriptor
+#: whose folder cannot be told, a forked child, or an import system that does not ask its
+#: cache as the notes expect): all stay whole.
 BLIND = []
 
 METADATA_FILES = ("/importlib/metadata/__init__.py", "/importlib_metadata/__init__.py")
@@ -84,6 +86,18 @@ def absolute(path):
     if isinstance(path, bytes):
         path = os.fsdecode(path)
     return os.path.normpath(os.path.join(os.getcwd(), path or "."))
+
+
+def folder_of(fd):
+    """The folder the descriptor ``fd`` is open on, as the shim writes it; None when that
+    cannot be told (a folder deleted since, or no ``/proc``)."""
+    try:
+        where = os.readlink(f"/proc/self/fd/{int(fd)}")
+    except (OSError, TypeError, ValueError):
+        return None
+    if not where.startswith("/") or where.endswith(" (deleted)"):
+        return None
+    return os.path.normpath(where)
 
 
 def metadata_listing(where, frame):
@@ -118,7 +132,13 @@ def on_listing(args, frame):
     """The watcher of ``os.listdir`` and ``os.scandir``: who listed which folder."""
     path = args[0] if args else None
     if isinstance(path, int):
-        BLIND.append(path)
+        # A folder listed by a descriptor (``shutil.rmtree``'s walk, ``os.fwalk``): the
+        # folder it names now, listed by a reader that looks at every entry.
+        where = folder_of(path)
+        if where is None:
+            BLIND.append(path)
+        else:
+            WHOLE.add(where)
         return
     where = absolute(path)
     if FILL and frame.f_code is FILL[1]:

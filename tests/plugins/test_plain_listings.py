@@ -30,10 +30,12 @@ PLUGIN = """
         os.makedirs(".benchmarks", exist_ok=True)
     """
 SHAPES = "def area(n):\n    return n * n\n"
+#: ``tmp_path`` under ``--basetemp``: pytest empties that folder through descriptors
+#: (``shutil.rmtree``), outside the project.
 TEST = """
     from shapes import area
 
-    def test_area():
+    def test_area(tmp_path):
         assert area(2) == 4
     """
 #: Another process lists the current folder: every entry of it counts.
@@ -75,15 +77,16 @@ FORK_IMPORT_TEST = """
 
 def tox_project(tmp_path: Path, test: str) -> Path:
     """A skip_install project whose ``py`` env bumps a counter and runs ``python -m pytest
-    -p leftover tests``; ``shapes`` comes from ``lib`` (on ``PYTHONPATH``), not from the
-    project folder, which ``python -m`` puts first on ``sys.path``."""
+    -p leftover --basetemp={env_tmp_dir} tests``; ``shapes`` comes from ``lib`` (on
+    ``PYTHONPATH``), not from the project folder, which ``python -m`` puts first on
+    ``sys.path``."""
     counter_file = tmp_path / "counter"
     write(tmp_path / "lib", {"shapes.py": SHAPES, "leftover.py": PLUGIN})
     path = os.pathsep.join([SITE, str(tmp_path / "lib")])
     return env_project(
         tmp_path,
         counter_file,
-        "python -m pytest -q -p no:cacheprovider -p leftover tests",
+        "python -m pytest -q -p no:cacheprovider -p leftover --basetemp={env_tmp_dir} tests",
         {"README.md": "# proj\n", "tests/test_a.py": test},
         f"set_env = PYTHONPATH={path}",
     )
@@ -119,7 +122,20 @@ def test_tox_a_new_conftest_reruns(tmp_path):
     assert code != 0 and count(counter_file) == 2, out
 
 
-@pytest.mark.parametrize("test", [LS_TEST, FORK_TEST], ids=["ls", "forked-child"])
+#: The test walks the current folder through descriptors: every entry counts.
+FWALK_TEST = """
+    import os
+    from shapes import area
+
+    def test_area():
+        assert [top for top, _, _, _ in os.fwalk(".")]
+        assert area(2) == 4
+    """
+
+
+@pytest.mark.parametrize(
+    "test", [LS_TEST, FORK_TEST, FWALK_TEST], ids=["ls", "forked-child", "fwalk"]
+)
 def test_tox_a_listing_by_another_process_keeps_the_folder_whole(tmp_path, test):
     counter_file = tmp_path / "counter"
     root = tox_project(tmp_path, test)
