@@ -1,12 +1,14 @@
 """``entries``: a listed folder, by those of its entries its readers looked for.
 
-A run forked from a warm worker reports the folders of the project that only readers
-looking for certain names listed (the import system, ``importlib.metadata``, ``glob``,
+A run forked from a warm worker, and the plain pytest process of a tox env or a nox
+session (``tracer/listing_reports.py``), report the folders of the project that only
+readers looking for certain names listed (the import system, ``importlib.metadata``, ``glob``,
 a test collection going down to the file it collects), each with ``[names, patterns]``
 (``Trace.listings``; who counts as such a reader, and what that rests on:
-``memotest/worker/listings.py``). The refinement turns such a ``list`` input, when no other
-process listed the folder, into an ``entries`` input: its digest names the CAS blob of
-what was looked for and which entries matched (:func:`entries_record`). A new
+``memotest/worker/listings.py``). The refinement turns such a ``list`` input, when every
+process that listed the folder reported it so, into an ``entries`` input: its digest
+names the CAS blob of what was looked for and which entries matched
+(:func:`entries_record`). A new
 ``py.typed`` re-runs nothing; a new module that an import would now find first re-runs
 what imported it.
 
