@@ -221,3 +221,36 @@ def test_nox_a_report_is_written_only_by_the_narrowed_process(tmp_path):
     assert code == 0 and "2 passed" in out, out
     code, out = nox(root, "-s", "tests", env=env)
     assert code == 0 and "up to date" in out, out
+
+
+#: A program lists the folder, then becomes a pytest that reports (same pid): the report
+#: is the pytest image's, not the program's.
+EXEC_NOXFILE = f"""
+    import nox
+    from memotest_nox import memoized
+
+    CODE = (
+        "import os, sys; os.listdir('.'); "
+        "os.execv(sys.executable, [sys.executable, '-m', 'pytest', '-q', '-p', "
+        "'no:cacheprovider', '-p', 'memotest_walk', '-p', 'leftover', 'tests'])"
+    )
+
+    @nox.session(venv_backend="none")
+    @memoized
+    def tests(session):
+        session.run({sys.executable!r}, "-c", CODE, external=True)
+"""
+
+
+def test_nox_a_listing_before_the_pytest_image_keeps_the_folder_whole(tmp_path):
+    from memotest_pytest.walk import FOLDER
+
+    root, env = nox_project(tmp_path)
+    write_tree(root, {"noxfile.py": EXEC_NOXFILE})
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], FOLDER])
+    count_file = tmp_path / "counter"
+    code, out = nox(root, "-s", "tests", env=env)
+    assert code == 0 and "1 passed" in out and counter(count_file) == 1, out
+    code, out = nox(root, "-s", "tests", env=env)
+    assert code == 0 and counter(count_file) == 2, out
+    assert "directory gained entries: .benchmarks" in out, out
