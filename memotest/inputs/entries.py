@@ -119,14 +119,23 @@ def folder_changed(
 
 def entries_matcher(looks: Iterable[str], patterns: Iterable[str]) -> Callable[[str], bool]:
     """A test of an entry name: whether it is among ``looks`` or matches ``patterns``
-    (``fnmatch``; ``i:`` before a pattern: matched against the name in lower case)."""
+    (``fnmatch``; ``i:`` before a pattern: matched against the name in lower case; ``m:``
+    SUFFIXES: a name an import could take for a module, with no dot, or with no dot
+    before one of the SUFFIXES, separated by spaces: ``worker/listings.py``'s
+    ``IMPORTABLE``)."""
     exact = frozenset(looks)
-    plain = tuple(p for p in patterns if not p.startswith("i:"))
+    plain = tuple(p for p in patterns if not p.startswith(("i:", "m:")))
     folded = tuple(p[2:] for p in patterns if p.startswith("i:"))
+    modules = {s for p in patterns if p.startswith("m:") for s in p[2:].split()}
+    anything = any(p.startswith("m:") for p in patterns)
 
     def matches(name: str) -> bool:
         if name in exact:
             return True
+        if anything:
+            _, dot, tail = name.partition(".")
+            if not dot or "." + tail in modules:
+                return True
         if any(fnmatch.fnmatchcase(name, p) for p in plain):
             return True
         low = name.lower()

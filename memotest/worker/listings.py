@@ -64,6 +64,10 @@ WHOLE = set()
 #: cache as the notes expect): all stay whole.
 BLIND = []
 
+#: The pattern of every entry an import could take for a module (``inputs/entries.py``):
+#: a name with no dot (a package, a namespace package), or a name with no dot followed by
+#: one of the import system's suffixes, which follow the prefix separated by spaces.
+IMPORTABLE = "m:"
 METADATA_FILES = ("/importlib/metadata/__init__.py", "/importlib_metadata/__init__.py")
 DIST_PATTERNS = ("i:*.dist-info", "i:*.egg-info", "i:egg-info")
 FILL = []  # the import system's own FileFinder._fill_cache, then its code
@@ -164,10 +168,16 @@ def _fill_cache(self):
     self._path_cache = cache
 
 
-def watch_listings():
+def watch_listings(late=False):
     """Installs the watcher and makes every ``FileFinder`` cache note what is asked
     of it. The folders the import system listed before (the interpreter's start-up) are
-    taken to have been asked for every module imported so far, and for ``site``'s two."""
+    taken to have been asked for every module imported so far, and for ``site``'s two.
+    ``late``: installed after more than the interpreter's start-up ran (a plain pytest
+    process, whose start-up tried imports that failed: ``org.python.core``, ``msvcrt``),
+    so those folders are also taken to have been asked for every name an import could
+    take (:data:`IMPORTABLE`); and every folder of ``sys.path`` to have been listed by
+    ``importlib.metadata`` (pytest looks for the plugins' distributions to rewrite their
+    asserts before it imports its ``-p`` plugins)."""
     import importlib.machinery
     from importlib import _bootstrap_external as bootstrap
 
@@ -175,6 +185,7 @@ def watch_listings():
     fill = finder._fill_cache
     FILL.extend((fill, fill.__code__))
     suffixes = ["", *importlib.machinery.all_suffixes()]
+    suffixed = " ".join(suffixes[1:])
     early = set()
     ours = __name__.rpartition(".")[0]  # the worker's own modules: no import looked for them
     for module in [*sys.modules, "sitecustomize", "usercustomize"]:
@@ -183,10 +194,16 @@ def watch_listings():
         tail = module.rpartition(".")[2]
         early.update(tail + suffix for suffix in suffixes)
     filled = []
+    if late:
+        for entry in sys.path:
+            if isinstance(entry, str):
+                PATTERNS.setdefault(absolute(entry), set()).update(DIST_PATTERNS)
     for cached in list(sys.path_importer_cache.values()):
         if type(cached) is finder and cached._path_mtime != -1:
             looks = LOOKS.setdefault(absolute(cached.path), set())
             looks.update(early)
+            if late:
+                PATTERNS.setdefault(absolute(cached.path), set()).add(IMPORTABLE + suffixed)
             cache = Looked(cached._path_cache)
             cache.looks = looks
             cached._path_cache = cache

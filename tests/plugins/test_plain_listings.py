@@ -254,3 +254,47 @@ def test_nox_a_listing_before_the_pytest_image_keeps_the_folder_whole(tmp_path):
     code, out = nox(root, "-s", "tests", env=env)
     assert code == 0 and counter(count_file) == 2, out
     assert "directory gained entries: .benchmarks" in out, out
+
+
+#: ``copy`` tries ``org.python.core`` (Jython's) at pytest's start-up, before the watch is
+#: installed: an ``org`` package in the current folder is found next time.
+JYTHON_TEST = """
+    import copy
+
+    def test_no_jython():
+        assert not [t for t in copy._copy_dispatch if t.__name__ == "PyStringMap"]
+    """
+
+
+def test_tox_an_import_that_failed_before_the_watch_counts(tmp_path):
+    counter_file = tmp_path / "counter"
+    root = tox_project(tmp_path, JYTHON_TEST)
+    assert tox(root, "-e", "py")[0] == 0
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and "memotest: cached, replayed" in out, out
+    package = {"org/__init__.py": "", "org/python/__init__.py": ""}
+    write(root, {**package, "org/python/core.py": "class PyStringMap(dict):\n    pass\n"})
+    code, out = tox(root, "-e", "py")
+    assert code != 0 and count(counter_file) == 2, out
+
+
+def test_nox_a_distribution_pytest_looked_for_before_the_watch_counts(tmp_path):
+    """pytest lists every folder of ``sys.path`` for distributions (the plugins whose
+    asserts it rewrites) before it imports ``-p`` plugins: a new one in the current folder
+    brings a plugin."""
+    root, env = nox_project(tmp_path)
+    count_file = tmp_path / "counter"
+    failing = "def pytest_configure(config):\n    raise SystemExit(4)\n"
+    write_tree(tmp_path / "lib", {"failing.py": failing})
+    assert nox(root, "-s", "tests", env=env)[0] == 0
+    code, out = nox(root, "-s", "tests", env=env)
+    assert code == 0 and "up to date" in out and counter(count_file) == 1, out
+    write_tree(
+        root,
+        {
+            "failing-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: failing\n",
+            "failing-1.0.dist-info/entry_points.txt": "[pytest11]\nfailing = failing\n",
+        },
+    )
+    code, out = nox(root, "-s", "tests", env=env)
+    assert code != 0 and "up to date" not in out, out

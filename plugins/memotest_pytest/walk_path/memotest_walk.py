@@ -113,7 +113,7 @@ def watch_listings() -> None:
         for name in watch["extensions"]:
             package.extensions.register(sys.modules[boot["PACKAGE"] + "." + name])
         listings = package.listings
-        listings.watch_listings()
+        listings.watch_listings(late=True)  # after pytest's start-up
         listings.watch_forks()
         if not listings.FILL:
             return  # this import system cannot be watched: no report, all stays whole
