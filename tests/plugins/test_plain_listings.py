@@ -92,6 +92,15 @@ def tox_project(tmp_path: Path, test: str) -> Path:
     )
 
 
+def replayed_project(tmp_path: Path, test: str) -> Path:
+    """:func:`tox_project`, run twice: the second run replays."""
+    root = tox_project(tmp_path, test)
+    assert tox(root, "-e", "py")[0] == 0
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and "memotest: cached, replayed" in out, out
+    return root
+
+
 def test_tox_a_leftover_in_the_listed_folder_replays_a_new_module_reruns(tmp_path):
     counter_file = tmp_path / "counter"
     root = tox_project(tmp_path, TEST)
@@ -113,10 +122,7 @@ def test_tox_a_leftover_in_the_listed_folder_replays_a_new_module_reruns(tmp_pat
 
 def test_tox_a_new_conftest_reruns(tmp_path):
     counter_file = tmp_path / "counter"
-    root = tox_project(tmp_path, TEST)
-    assert tox(root, "-e", "py")[0] == 0
-    code, out = tox(root, "-e", "py")
-    assert code == 0 and "memotest: cached, replayed" in out, out
+    root = replayed_project(tmp_path, TEST)
     (root / "conftest.py").write_text("def pytest_configure(config):\n    raise SystemExit(3)\n")
     code, out = tox(root, "-e", "py")
     assert code != 0 and count(counter_file) == 2, out
@@ -268,10 +274,7 @@ JYTHON_TEST = """
 
 def test_tox_an_import_that_failed_before_the_watch_counts(tmp_path):
     counter_file = tmp_path / "counter"
-    root = tox_project(tmp_path, JYTHON_TEST)
-    assert tox(root, "-e", "py")[0] == 0
-    code, out = tox(root, "-e", "py")
-    assert code == 0 and "memotest: cached, replayed" in out, out
+    root = replayed_project(tmp_path, JYTHON_TEST)
     package = {"org/__init__.py": "", "org/python/__init__.py": ""}
     write(root, {**package, "org/python/core.py": "class PyStringMap(dict):\n    pass\n"})
     code, out = tox(root, "-e", "py")
