@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -110,13 +111,19 @@ def test_tox_a_leftover_in_the_listed_folder_replays_a_new_module_reruns(tmp_pat
     code, out = tox(root, "-e", "py")
     assert code == 0 and "memotest: cached, replayed" in out and count(counter_file) == 1, out
     # A file no import looks for: nothing re-runs.
+    # memotest_walk's own part still holds: a file pytest walked past, edited, replays.
     (root / "NOTES.txt").write_text("notes\n")
+    (root / "README.md").write_text("# proj\n\nA much longer description.\n")
     code, out = tox(root, "-e", "py")
     assert code == 0 and "memotest: cached, replayed" in out and count(counter_file) == 1, out
+    # The test itself: it runs again.
+    (root / "tests/test_a.py").write_text(textwrap.dedent(TEST) + "\n# edited\n")
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and count(counter_file) == 2, out
     # A module the test's import now finds first, in the folder python -m put first.
     (root / "shapes.py").write_text("def area(n):\n    return n + n + 1\n")
     code, out = tox(root, "-e", "py")
-    assert code != 0 and count(counter_file) == 2, out
+    assert code != 0 and count(counter_file) == 3, out
     assert "shapes.py" in out, out
 
 

@@ -32,10 +32,12 @@ worker's own: memotest puts its text (and that of the modules it needs, and of p
 ``listing`` functions) in the run's trace folder and names the report folder in
 ``MEMOTEST_LISTINGS`` (``memotest/tracer/listing_reports.py``); the modules are made as
 the worker makes them (``memotest/worker/boot.py``). It is installed when pytest imports
-this module for ``-p memotest_walk`` (the first ``-p`` of the command line: pytest
-imports those before the entry-point plugins, ``PYTEST_PLUGINS`` and any ``conftest.py``),
-and only then; the process reports at exit, and a process that reports nothing (killed,
-or the watch could not be installed) leaves every folder it listed whole.
+this module for ``-p memotest_walk`` (the first ``-p`` of the command line, after those
+of ``addopts`` and ``PYTEST_ADDOPTS``: pytest imports those before the entry-point
+plugins, ``PYTEST_PLUGINS`` and any ``conftest.py``), and only then; what pytest's
+start-up looked for before is counted as ``watch_listings(late=True)`` says. The process
+reports at exit; a process that reports nothing (killed, or the watch could not be
+installed) leaves every folder it listed whole.
 """
 
 from __future__ import annotations
