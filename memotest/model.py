@@ -184,10 +184,13 @@ class Trace:
     #: (``worker/code_watch.py``'s ``phase_report``). None otherwise.
     phases: dict[str, object] | None = None
     #: Folders that a process other than the command's own (and the warm worker's)
-    #: listed.
+    #: listed, and that reported nothing of its listings that can be trusted
+    #: (``tracer/listing_reports.py``).
     listed_elsewhere: set[str] = field(default_factory=set)
-    #: For a run forked from a warm worker: the folders that only readers looking for
-    #: certain names listed, each with ``[names, patterns]`` (``memotest/inputs/entries.py``).
+    #: For a run forked from a warm worker, or one whose plain pytest processes reported
+    #: (tox, nox: ``tracer/listing_reports.py``): the folders that only readers looking for
+    #: certain names listed, in every process that listed them, each with ``[names,
+    #: patterns]`` (``memotest/inputs/entries.py``). None when no process reported.
     listings: dict[str, list[list[str]]] | None = None
     #: For a run forked from a warm worker: the files that only their readers opened
     #: (``memotest/inputs/readers.py``: an ``entry_points.txt`` opened by

@@ -1,12 +1,14 @@
 """``entries``: a listed folder, by those of its entries its readers looked for.
 
-A run forked from a warm worker reports the folders of the project that only readers
-looking for certain names listed (the import system, ``importlib.metadata``, ``glob``,
+A run forked from a warm worker, and the plain pytest process of a tox env or a nox
+session (``tracer/listing_reports.py``), report the folders of the project that only
+readers looking for certain names listed (the import system, ``importlib.metadata``, ``glob``,
 a test collection going down to the file it collects), each with ``[names, patterns]``
 (``Trace.listings``; who counts as such a reader, and what that rests on:
-``memotest/worker/listings.py``). The refinement turns such a ``list`` input, when no other
-process listed the folder, into an ``entries`` input: its digest names the CAS blob of
-what was looked for and which entries matched (:func:`entries_record`). A new
+``memotest/worker/listings.py``). The refinement turns such a ``list`` input, when every
+process that listed the folder reported it so, into an ``entries`` input: its digest
+names the CAS blob of what was looked for and which entries matched
+(:func:`entries_record`). A new
 ``py.typed`` re-runs nothing; a new module that an import would now find first re-runs
 what imported it.
 
@@ -117,14 +119,23 @@ def folder_changed(
 
 def entries_matcher(looks: Iterable[str], patterns: Iterable[str]) -> Callable[[str], bool]:
     """A test of an entry name: whether it is among ``looks`` or matches ``patterns``
-    (``fnmatch``; ``i:`` before a pattern: matched against the name in lower case)."""
+    (``fnmatch``; ``i:`` before a pattern: matched against the name in lower case; ``m:``
+    SUFFIXES: a name an import could take for a module, with no dot, or with no dot
+    before one of the SUFFIXES, separated by spaces: ``worker/listings.py``'s
+    ``IMPORTABLE``)."""
     exact = frozenset(looks)
-    plain = tuple(p for p in patterns if not p.startswith("i:"))
+    plain = tuple(p for p in patterns if not p.startswith(("i:", "m:")))
     folded = tuple(p[2:] for p in patterns if p.startswith("i:"))
+    modules = {s for p in patterns if p.startswith("m:") for s in p[2:].split()}
+    anything = any(p.startswith("m:") for p in patterns)
 
     def matches(name: str) -> bool:
         if name in exact:
             return True
+        if anything:
+            _, dot, tail = name.partition(".")
+            if not dot or "." + tail in modules:
+                return True
         if any(fnmatch.fnmatchcase(name, p) for p in plain):
             return True
         low = name.lower()

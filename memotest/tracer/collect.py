@@ -33,11 +33,13 @@ from __future__ import annotations
 import errno
 import os
 from collections import Counter
+from collections.abc import Collection, Mapping
 
 import psutil
 
 from memotest.model import Incomplete, ProcessInfo, Trace
 from memotest.tracer.elf import loads_the_shim, why_untraceable
+from memotest.tracer.listing_reports import Listings, combined
 from memotest.tracer.log import Event
 from memotest.tracer.procwatch import Seen
 
@@ -82,9 +84,15 @@ def build_trace(
     shim: str,
     trace_dir: str,
     worker_pid: int | None = None,
+    listing_reports: Mapping[int, Listings | None] | None = None,
+    vouched: Collection[int] = (),
 ) -> Trace:
     """``worker_pid``: the warm worker the command was forked from (``tracer/warm/``): what it
-    listed, the run reports on as on its own listings (``worker/listings.py``)."""
+    listed, the run reports on as on its own listings (``worker/listings.py``).
+    ``listing_reports``: what processes of the tree reported of their listings, by pid
+    (``tracer/listing_reports.py``); those of ``vouched`` pids are taken as they are (a
+    worker's run, for itself and the worker), the others only from a pid that was one
+    process image in the whole trace. They make ``Trace.listings``."""
     trace = Trace(command=command, exit_code=exit_code)
     incomplete = trace.incomplete
     changed: set[str] = set()  # paths the tree wrote or deleted so far
@@ -97,6 +105,8 @@ def build_trace(
     last_exec: dict[int, str] = {}  # pid: the path of its own E, while nothing followed
     killed: set[tuple[int, str]] = set()  # own execs reaped killed by a signal next
     skip = (trace_dir, trace_dir + "/")
+    listers: dict[str, set[int]] = {}  # folder: the pids that listed it
+    two_lives: set[int] = set()  # pids seen as another image, or listing before theirs
     norm: dict[str, str | None] = {}
 
     def clean(raw: str) -> str | None:
@@ -141,8 +151,9 @@ def build_trace(
             path = clean(ev.path)
             if path is not None:
                 trace.listed.add(path)
-                if ev.pid != root_pid and ev.pid != worker_pid:
-                    trace.listed_elsewhere.add(path)
+                listers.setdefault(path, set()).add(ev.pid)
+                if not announced[ev.pid]:
+                    two_lives.add(ev.pid)  # the image before an exec, or a forked child
         elif op == "O":
             path = clean(ev.path)
             if path is not None:
@@ -174,6 +185,8 @@ def build_trace(
                 if path is not None and path not in changed:
                     trace.missing.add(path)
         elif op == "P":
+            if announced[ev.pid]:
+                two_lives.add(ev.pid)
             announced[ev.pid] += 1
             waiting = pending.get(ev.pid)
             if waiting:
@@ -183,6 +196,8 @@ def build_trace(
             if exe:
                 trace.execs.add(exe)
         elif op == "K":
+            if announced[ev.pid]:
+                two_lives.add(ev.pid)  # the pid of an image that ended, forked again
             parent = images.get(_int(ev.fields[0]) or -1)
             images.setdefault(
                 ev.pid,
@@ -255,11 +270,33 @@ def build_trace(
     if records_lost:
         incomplete.append(Incomplete(None, None, "the shim could not write every record"))
 
+    one_image = {pid for pid, n in announced.items() if n == 1} - two_lives
+    _listings(trace, listers, listing_reports, vouched, one_image, (root_pid, worker_pid))
     trace.execs = {p for p in (clean(x) for x in trace.execs) if p is not None}
     trace.processes = sorted(images.values(), key=lambda i: i.pid)
     trace.incomplete = _dedup(incomplete)
     trace.complete = not trace.incomplete
     return trace
+
+
+def _listings(
+    trace: Trace,
+    listers: dict[str, set[int]],
+    reports: Mapping[int, Listings | None] | None,
+    vouched: Collection[int],
+    one_image: set[int],
+    own: tuple[int, int | None],
+) -> None:
+    """``Trace.listings`` from the reports that can be trusted, and the folders listed by a
+    process other than the command's own (and the worker's) that reported nothing."""
+    trusted = {
+        pid: rep for pid, rep in (reports or {}).items() if pid in vouched or pid in one_image
+    }
+    for path, pids in listers.items():
+        if any(pid not in own and pid not in trusted for pid in pids):
+            trace.listed_elsewhere.add(path)
+    if reports:
+        trace.listings = combined(listers, trusted)
 
 
 def _int(s: str | None) -> int | None:

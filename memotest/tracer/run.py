@@ -15,7 +15,7 @@ from typing import IO, Any
 import psutil
 
 from memotest.model import Incomplete, Trace
-from memotest.tracer import shim
+from memotest.tracer import listing_reports, shim
 from memotest.tracer.collect import build_trace
 from memotest.tracer.log import read as read_log
 from memotest.tracer.procwatch import ProcessWatcher, become_subreaper
@@ -60,6 +60,8 @@ class TracedRun:
             f.write(b"0")
         base = dict(os.environ if env is None else env)
         self.env = shim.traced_environ(base, self.dir)
+        # Where a plain pytest process reports its listings (``tracer/listing_reports.py``).
+        self.env.update(listing_reports.prepare(self.dir))
         self._stdio = (stdin, stdout, stderr)
         self.new_session = new_session
         #: What starts the command: ``subprocess.Popen``, or a warm worker's ``spawn``
@@ -158,6 +160,14 @@ class TracedRun:
             events = [*prior, *events]
         with open(self.status_path, "rb") as f:
             lost = f.read(1) != b"0"
+        report = getattr(self.proc, "report", None)
+        reports = listing_reports.read(self.dir)
+        vouched: tuple[int, ...] = ()
+        if isinstance(report, dict) and "listings" in report:
+            # A warm worker's run reports for itself and for the worker it was forked from.
+            own = report["listings"] if isinstance(report["listings"], dict) else None
+            vouched = (self.proc.pid, owner[0]) if owner else (self.proc.pid,)
+            reports.update(dict.fromkeys(vouched, own))
         trace = build_trace(
             command=self.argv,
             exit_code=code,
@@ -170,16 +180,15 @@ class TracedRun:
             shim=self.lib,
             trace_dir=self.dir,
             worker_pid=owner[0] if owner else None,
+            listing_reports=reports,
+            vouched=vouched,
         )
         trace.started_ns, trace.finished_ns = self.started_ns, self.finished_ns
         trace.fs_started_ns = self.fs_started_ns
-        report = getattr(self.proc, "report", None)
         if isinstance(report, dict) and isinstance(report.get("code"), dict):
             trace.code = report["code"]
             if isinstance(report.get("phases"), dict):
                 trace.phases = report["phases"]
-        if isinstance(report, dict) and isinstance(report.get("listings"), dict):
-            trace.listings = report["listings"]
         if isinstance(report, dict) and isinstance(report.get("sections"), list):
             trace.sections = set(report["sections"])
         if getattr(self.proc, "lost", None):

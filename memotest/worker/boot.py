@@ -6,6 +6,10 @@ file makes each ``NAME`` the module ``_memotest_worker.NAME`` of a package of it
 ``PATH``, in the order given (a module comes after those it imports), then runs the
 worker (``serve.main``) and, in each child it forks, the run (``child.become``).
 
+A plain pytest process loads some of the modules the same way (``load_all``, from this
+file's text: ``plugins/memotest_pytest/walk_path/memotest_walk.py``), to watch its
+listings (``listings.py``).
+
 The interpreter has only ``sys`` and what its start-up imported when this runs; the
 modules' top-level imports are those the watchers need: what is imported before they
 start is taken to have been looked for in every folder listed until then (``listings``).
@@ -27,14 +31,18 @@ def load(name, path, source):
     return module
 
 
-def main():
+def load_all(modules):
+    """Makes the package, then each module of ``modules`` (``NAME PATH SOURCE ...``, flat)."""
     package = type(sys)(PACKAGE)
     package.__path__ = []
     package.__package__ = PACKAGE
     sys.modules[PACKAGE] = package
-    modules = sys.argv[3:]
     for i in range(0, len(modules), 3):
         load(*modules[i : i + 3])
+
+
+def main():
+    load_all(sys.argv[3:])
     job = sys.modules[PACKAGE + ".serve"].main()
     sys.modules[PACKAGE + ".child"].become(*job)
 

@@ -14,7 +14,7 @@ import sys
 
 from . import extensions
 from .code_watch import EXECUTED, code_report, phase_report, watch_code
-from .listings import FILL, absolute, listing_report
+from .listings import FILL, absolute, listing_report, watch_forks
 from .preload import imported_report
 from .sections import section_report
 
@@ -64,6 +64,8 @@ def become(job, retarget, memfd, preloaded, had, where, executed):
     if memfd < 0 or not job.get("code"):
         executed = None
     listings = memfd >= 0 and FILL and job.get("listings")
+    if listings:
+        watch_forks()  # a child it forks looks in the caches of what it listed
     report = {"args": job["args"]}
     at_end = executed is not None or listings
     if at_end:

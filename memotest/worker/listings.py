@@ -21,13 +21,30 @@ worker's), is then an input by those of its entries that match what they looked 
 (``Kind.ENTRIES``): a new ``py.typed``, a ``.pre-commit-config.yaml`` or a renamed
 ``CHANGES.md`` re-runs nothing, a new module that an import would now find first re-runs
 what imported it. Any other listing of the folder, by Python code or by another process,
-keeps it whole.
+keeps it whole. A listing by a descriptor (``shutil.rmtree``, ``os.fwalk``) keeps the
+folder it is open on whole; one whose folder cannot be told keeps all whole.
+
+A child forked from the process (``os.fork``: multiprocessing's default start, a test
+forking) inherits the import system's caches of the folders listed so far, and looks for
+names in them that no report of the process holds. So at a fork (:func:`watch_forks`) the
+folders listed until then become whole, and the child's own report says nothing (it is
+``BLIND``): the folders it lists stay whole. ``subprocess`` forks without calling Python's
+fork handlers, then executes another image: that is another process, whose listings the
+shim reports under its own pid.
+
+The same watch runs in two kinds of processes: a warm worker (installed before the
+worker imports anything, ``serve.py``; each forked run reports through the worker), and
+the plain pytest process of a tox env or a nox session (installed by ``memotest_walk``,
+``plugins/memotest_pytest/walk_path/``, as pytest imports it; the process reports at
+exit to the folder memotest names, ``memotest/tracer/listing_reports.py``).
 
 What this rests on: that C code in the run's own process (a C extension calling
 ``opendir``) does not list a folder of the project, which the audit hook cannot see;
 that what a plugin says a lister looks for is all it uses of the listing; and that
-nothing lists a folder before the worker's hook is installed but the import system (the
-interpreter's start-up).
+nothing lists a folder before the hook is installed but the import system (the
+interpreter's start-up; in a plain pytest process, also pytest's own start-up before it
+imports its ``-p`` plugins, which stats files but lists no folder, and the ``-p`` plugins
+of ``addopts``, imported just before).
 """
 
 import os
@@ -42,10 +59,15 @@ LOOKS = {}
 PATTERNS = {}
 #: Folders some other reader listed: every entry counts.
 WHOLE = set()
-#: Not empty when some listing cannot be attributed (a folder listed by a file descriptor,
-#: or an import system that does not ask its cache as the notes expect): all stay whole.
+#: Not empty when some listing cannot be attributed (a folder listed by a file descriptor
+#: whose folder cannot be told, a forked child, or an import system that does not ask its
+#: cache as the notes expect): all stay whole.
 BLIND = []
 
+#: The pattern of every entry an import could take for a module (``inputs/entries.py``):
+#: a name with no dot (a package, a namespace package), or a name with no dot followed by
+#: one of the import system's suffixes, which follow the prefix separated by spaces.
+IMPORTABLE = "m:"
 METADATA_FILES = ("/importlib/metadata/__init__.py", "/importlib_metadata/__init__.py")
 DIST_PATTERNS = ("i:*.dist-info", "i:*.egg-info", "i:egg-info")
 FILL = []  # the import system's own FileFinder._fill_cache, then its code
@@ -68,6 +90,18 @@ def absolute(path):
     if isinstance(path, bytes):
         path = os.fsdecode(path)
     return os.path.normpath(os.path.join(os.getcwd(), path or "."))
+
+
+def folder_of(fd):
+    """The folder the descriptor ``fd`` is open on, as the shim writes it; None when that
+    cannot be told (a folder deleted since, or no ``/proc``)."""
+    try:
+        where = os.readlink(f"/proc/self/fd/{int(fd)}")
+    except (OSError, TypeError, ValueError):
+        return None
+    if not where.startswith("/") or where.endswith(" (deleted)"):
+        return None
+    return os.path.normpath(where)
 
 
 def metadata_listing(where, frame):
@@ -102,7 +136,13 @@ def on_listing(args, frame):
     """The watcher of ``os.listdir`` and ``os.scandir``: who listed which folder."""
     path = args[0] if args else None
     if isinstance(path, int):
-        BLIND.append(path)
+        # A folder listed by a descriptor (``shutil.rmtree``'s walk, ``os.fwalk``): the
+        # folder it names now, listed by a reader that looks at every entry.
+        where = folder_of(path)
+        if where is None:
+            BLIND.append(path)
+        else:
+            WHOLE.add(where)
         return
     where = absolute(path)
     if FILL and frame.f_code is FILL[1]:
@@ -128,10 +168,16 @@ def _fill_cache(self):
     self._path_cache = cache
 
 
-def watch_listings():
+def watch_listings(late=False):
     """Installs the watcher and makes every ``FileFinder`` cache note what is asked
     of it. The folders the import system listed before (the interpreter's start-up) are
-    taken to have been asked for every module imported so far, and for ``site``'s two."""
+    taken to have been asked for every module imported so far, and for ``site``'s two.
+    ``late``: installed after more than the interpreter's start-up ran (a plain pytest
+    process, whose start-up tried imports that failed: ``org.python.core``, ``msvcrt``),
+    so those folders are also taken to have been asked for every name an import could
+    take (:data:`IMPORTABLE`); and every folder of ``sys.path`` to have been listed by
+    ``importlib.metadata`` (pytest looks for the plugins' distributions to rewrite their
+    asserts before it imports its ``-p`` plugins)."""
     import importlib.machinery
     from importlib import _bootstrap_external as bootstrap
 
@@ -139,6 +185,7 @@ def watch_listings():
     fill = finder._fill_cache
     FILL.extend((fill, fill.__code__))
     suffixes = ["", *importlib.machinery.all_suffixes()]
+    suffixed = " ".join(suffixes[1:])
     early = set()
     ours = __name__.rpartition(".")[0]  # the worker's own modules: no import looked for them
     for module in [*sys.modules, "sitecustomize", "usercustomize"]:
@@ -147,10 +194,16 @@ def watch_listings():
         tail = module.rpartition(".")[2]
         early.update(tail + suffix for suffix in suffixes)
     filled = []
+    if late:
+        for entry in sys.path:
+            if isinstance(entry, str):
+                PATTERNS.setdefault(absolute(entry), set()).update(DIST_PATTERNS)
     for cached in list(sys.path_importer_cache.values()):
         if type(cached) is finder and cached._path_mtime != -1:
             looks = LOOKS.setdefault(absolute(cached.path), set())
             looks.update(early)
+            if late:
+                PATTERNS.setdefault(absolute(cached.path), set()).add(IMPORTABLE + suffixed)
             cache = Looked(cached._path_cache)
             cache.looks = looks
             cached._path_cache = cache
@@ -170,6 +223,25 @@ def watch_listings():
     finder._fill_cache = _fill_cache
     audit.watch("os.listdir", on_listing)
     audit.watch("os.scandir", on_listing)
+
+
+def _forking():
+    """Before a fork, in the parent: the child looks in the caches of every folder listed
+    so far, and reports nothing of it."""
+    WHOLE.update(LOOKS)
+    WHOLE.update(PATTERNS)
+
+
+def _forked():
+    """After a fork, in the child: its report says nothing (:func:`listing_report`)."""
+    BLIND.append("forked")
+
+
+def watch_forks():
+    """From now on, a fork makes every folder listed so far whole, and the child blind.
+    Called in the process that reports (a worker's run, a plain pytest process), not in a
+    worker, whose forks are the runs."""
+    os.register_at_fork(before=_forking, after_in_child=_forked)
 
 
 def listing_report(top, roots):

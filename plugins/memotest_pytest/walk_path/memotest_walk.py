@@ -22,14 +22,34 @@ and nothing else: exit codes, outputs and which tests run are pytest's own. It s
 aside with ``--pyargs``, when a path given does not exist, with
 ``MEMOTEST_PYTEST_NARROW=0`` in the environment, and on a pytest older than 7.0 (whose
 hook has another signature, and which does not walk the rootdir that way).
+
+It also watches what the process's listings looked for (:func:`watch_listings`), so that
+a folder of the project listed only by the import system and such readers is held by the
+entries they looked for, not by all of them: a ``.benchmarks`` a plugin makes in the
+current folder after the import system listed it does not re-run the tests; a new module an
+import would now find first does. The watch is ``memotest/worker/listings.py``, the warm
+worker's own: memotest puts its text (and that of the modules it needs, and of plugins'
+``listing`` functions) in the run's trace folder and names the report folder in
+``MEMOTEST_LISTINGS`` (``memotest/tracer/listing_reports.py``); the modules are made as
+the worker makes them (``memotest/worker/boot.py``). It is installed when pytest imports
+this module for ``-p memotest_walk`` (the first ``-p`` of the command line, after those
+of ``addopts`` and ``PYTEST_ADDOPTS``: pytest imports those before the entry-point
+plugins, ``PYTEST_PLUGINS`` and any ``conftest.py``), and only then; what pytest's
+start-up looked for before is counted as ``watch_listings(late=True)`` says. The process
+reports at exit; a process that reports nothing (killed, or the watch could not be
+installed) leaves every folder it listed whole.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
+
+#: The folder of the reports, from memotest (``memotest/tracer/listing_reports.py``).
+REPORTS = "MEMOTEST_LISTINGS"
 
 #: ``MEMOTEST_PYTEST_NARROW=0``: collect as pytest does by itself.
 SWITCH = "MEMOTEST_PYTEST_NARROW"
@@ -63,3 +83,60 @@ if int(pytest.__version__.split(".", 1)[0]) >= 7:
         if given is None or on_the_way(Path(os.path.abspath(collection_path)), given):
             return None  # pytest decides, as without this plugin
         return True
+
+
+def importing_from_preparse() -> bool:
+    """Whether pytest imports this module for a ``-p`` of its command line (or of
+    ``addopts``): before the entry-point plugins and conftests."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "consider_preparse" and "_pytest" in code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def watch_listings() -> None:
+    """Installs memotest's listing watch in this process, and its report at exit."""
+    folder = os.environ.pop(REPORTS, None)  # the processes this one starts do not report
+    if not folder or not importing_from_preparse():
+        return
+    import atexit
+    import json
+
+    try:
+        with open(os.path.join(folder, "watch.json"), "rb") as f:
+            watch = json.loads(f.read())
+        boot = {"__name__": "_memotest_boot"}
+        exec(compile(watch["boot"][1], watch["boot"][0], "exec", dont_inherit=True), boot)
+        boot["load_all"](watch["modules"])
+        package = sys.modules[boot["PACKAGE"]]
+        for name in watch["extensions"]:
+            package.extensions.register(sys.modules[boot["PACKAGE"] + "." + name])
+        listings = package.listings
+        listings.watch_listings(late=True)  # after pytest's start-up
+        listings.watch_forks()
+        if not listings.FILL:
+            return  # this import system cannot be watched: no report, all stays whole
+    except Exception:
+        return
+    pid, top = os.getpid(), listings.absolute(os.getcwd())
+    roots = package.interpreter.roots()
+
+    def report() -> None:
+        if os.getpid() != pid:
+            return  # a forked child: not this process
+        try:
+            data = json.dumps({"pid": pid, "listings": listings.listing_report(top, roots)})
+            path = os.path.join(folder, str(pid) + ".json")
+            with open(path + ".part", "w") as f:
+                f.write(data)
+            os.rename(path + ".part", path)
+        except Exception:
+            pass
+
+    atexit.register(report)
+
+
+watch_listings()

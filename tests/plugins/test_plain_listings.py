@@ -1,0 +1,310 @@
+"""The plain pytest process of a tox env or a nox session reports what its listings looked
+for (``memotest_walk`` installs ``memotest/worker/listings.py`` in it): a leftover a plugin
+makes in the current folder after the import system listed it (pytest-benchmark's
+``.benchmarks``) does not cost a second full run, a new module an import would now find
+first re-runs, a listing by another process keeps the folder whole. Real tox, real nox,
+real pytest, a real plugin."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import write_tree
+from test_nox import NOX, counter, nox
+from test_nox import environ as nox_environ
+from test_tox import count, env_project, tox, write
+from test_tox import pytestmark as tox_marks
+
+#: tox's skips (tox missing, under an outer tracer), and nox's.
+pytestmark = [*tox_marks, pytest.mark.skipif(NOX is None, reason="nox is not installed")]
+
+SITE = os.path.dirname(os.path.dirname(pytest.__file__))
+#: A plugin like pytest-benchmark: its folder in the current folder, made at configure time.
+PLUGIN = """
+    import os
+
+    def pytest_configure(config):
+        os.makedirs(".benchmarks", exist_ok=True)
+    """
+SHAPES = "def area(n):\n    return n * n\n"
+#: ``tmp_path`` under ``--basetemp``: pytest empties that folder through descriptors
+#: (``shutil.rmtree``), outside the project.
+TEST = """
+    from shapes import area
+
+    def test_area(tmp_path):
+        assert area(2) == 4
+    """
+#: Another process lists the current folder: every entry of it counts.
+LS_TEST = """
+    import subprocess
+    from shapes import area
+
+    def test_area():
+        subprocess.run(["ls", "-a"], check=True, stdout=subprocess.DEVNULL)
+        assert area(2) == 4
+    """
+#: A child forked from the pytest process lists it: it reports nothing of its own.
+FORK_TEST = """
+    import os
+    from shapes import area
+
+    def test_area():
+        pid = os.fork()
+        if pid == 0:
+            os.listdir(".")
+            os._exit(0)
+        os.waitpid(pid, 0)
+        assert area(2) == 4
+    """
+#: A forked child imports a module through the caches of the folders its parent listed:
+#: what it looked for there is in no report.
+FORK_IMPORT_TEST = """
+    import os
+
+    def test_area():
+        pid = os.fork()
+        if pid == 0:
+            from shapes import area
+            os._exit(0 if area(2) == 4 else 1)
+        _, status = os.waitpid(pid, 0)
+        assert status == 0
+    """
+
+
+def tox_project(tmp_path: Path, test: str) -> Path:
+    """A skip_install project whose ``py`` env bumps a counter and runs ``python -m pytest
+    -p leftover --basetemp={env_tmp_dir} tests``; ``shapes`` comes from ``lib`` (on
+    ``PYTHONPATH``), not from the project folder, which ``python -m`` puts first on
+    ``sys.path``."""
+    counter_file = tmp_path / "counter"
+    write(tmp_path / "lib", {"shapes.py": SHAPES, "leftover.py": PLUGIN})
+    path = os.pathsep.join([SITE, str(tmp_path / "lib")])
+    return env_project(
+        tmp_path,
+        counter_file,
+        "python -m pytest -q -p no:cacheprovider -p leftover --basetemp={env_tmp_dir} tests",
+        {"README.md": "# proj\n", "tests/test_a.py": test},
+        f"set_env = PYTHONPATH={path}",
+    )
+
+
+def replayed_project(tmp_path: Path, test: str) -> Path:
+    """:func:`tox_project`, run twice: the second run replays."""
+    root = tox_project(tmp_path, test)
+    assert tox(root, "-e", "py")[0] == 0
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and "memotest: cached, replayed" in out, out
+    return root
+
+
+def test_tox_a_leftover_in_the_listed_folder_replays_a_new_module_reruns(tmp_path):
+    counter_file = tmp_path / "counter"
+    root = tox_project(tmp_path, TEST)
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and "1 passed" in out and "not cached" not in out, out
+    assert (root / ".benchmarks").is_dir()
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and "memotest: cached, replayed" in out and count(counter_file) == 1, out
+    # A file no import looks for: nothing re-runs.
+    # memotest_walk's own part still holds: a file pytest walked past, edited, replays.
+    (root / "NOTES.txt").write_text("notes\n")
+    (root / "README.md").write_text("# proj\n\nA much longer description.\n")
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and "memotest: cached, replayed" in out and count(counter_file) == 1, out
+    # The test itself: it runs again.
+    (root / "tests/test_a.py").write_text(textwrap.dedent(TEST) + "\n# edited\n")
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and count(counter_file) == 2, out
+    # A module the test's import now finds first, in the folder python -m put first.
+    (root / "shapes.py").write_text("def area(n):\n    return n + n + 1\n")
+    code, out = tox(root, "-e", "py")
+    assert code != 0 and count(counter_file) == 3, out
+    assert "shapes.py" in out, out
+
+
+def test_tox_a_new_conftest_reruns(tmp_path):
+    counter_file = tmp_path / "counter"
+    root = replayed_project(tmp_path, TEST)
+    (root / "conftest.py").write_text("def pytest_configure(config):\n    raise SystemExit(3)\n")
+    code, out = tox(root, "-e", "py")
+    assert code != 0 and count(counter_file) == 2, out
+
+
+#: The test walks the current folder through descriptors: every entry counts.
+FWALK_TEST = """
+    import os
+    from shapes import area
+
+    def test_area():
+        assert [top for top, _, _, _ in os.fwalk(".")]
+        assert area(2) == 4
+    """
+
+
+@pytest.mark.parametrize(
+    "test", [LS_TEST, FORK_TEST, FWALK_TEST], ids=["ls", "forked-child", "fwalk"]
+)
+def test_tox_a_listing_by_another_process_keeps_the_folder_whole(tmp_path, test):
+    counter_file = tmp_path / "counter"
+    root = tox_project(tmp_path, test)
+    assert tox(root, "-e", "py")[0] == 0
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and count(counter_file) == 2, out
+    assert "directory gained entries: .benchmarks" in out, out
+
+
+def test_tox_a_forked_child_importing_through_the_parents_listing(tmp_path):
+    counter_file = tmp_path / "counter"
+    root = tox_project(tmp_path, FORK_IMPORT_TEST)
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and "1 passed" in out, out
+    code, out = tox(root, "-e", "py")  # .benchmarks is new: the folder is whole
+    assert code == 0 and count(counter_file) == 2, out
+    (root / "shapes.py").write_text("def area(n):\n    return 0\n")
+    code, out = tox(root, "-e", "py")
+    assert code != 0 and count(counter_file) == 3, out
+
+
+NOXFILE = f"""
+    import nox
+    from memotest_nox import memoized
+
+    @nox.session(venv_backend="none")
+    @memoized
+    def tests(session):
+        session.run({sys.executable!r}, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                    "-p", "leftover", "tests", external=True)
+"""
+COUNTED_TEST = """
+    from shapes import area
+
+    def test_area():
+        open("../counter", "a").write("x\\n")
+        assert area(2) == 4
+"""
+
+
+def nox_project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    write_tree(tmp_path / "lib", {"shapes.py": SHAPES, "leftover.py": PLUGIN})
+    root = write_tree(
+        tmp_path / "proj",
+        {"noxfile.py": NOXFILE, "README.md": "# proj\n", "tests/test_a.py": COUNTED_TEST},
+    )
+    env = nox_environ(PYTHONPATH=str(tmp_path / "lib"))
+    return root, env
+
+
+def test_nox_a_leftover_replays_a_new_module_reruns(tmp_path):
+    root, env = nox_project(tmp_path)
+    count_file = tmp_path / "counter"
+    code, out = nox(root, "-s", "tests", env=env)
+    assert code == 0 and "1 passed" in out and counter(count_file) == 1, out
+    assert (root / ".benchmarks").is_dir()
+    code, out = nox(root, "-s", "tests", env=env)
+    assert code == 0 and "up to date" in out and counter(count_file) == 1, out
+    (root / "CHANGES.md").write_text("## 1.1\n")
+    code, out = nox(root, "-s", "tests", env=env)
+    assert code == 0 and "up to date" in out and counter(count_file) == 1, out
+    (root / "shapes.py").write_text("def area(n):\n    return 5\n")
+    code, out = nox(root, "-s", "tests", env=env)
+    assert code != 0 and counter(count_file) == 2, out
+
+
+def test_nox_a_report_is_written_only_by_the_narrowed_process(tmp_path):
+    """The report channel reaches the pytest process memotest narrowed, not the processes
+    it starts (the variable is taken out of its environment)."""
+    root, env = nox_project(tmp_path)
+    write_tree(
+        root,
+        {
+            "tests/test_a.py": COUNTED_TEST
+            + """
+    def test_env():
+        import os
+        assert "MEMOTEST_LISTINGS" not in os.environ
+"""
+        },
+    )
+    code, out = nox(root, "-s", "tests", env=env)
+    assert code == 0 and "2 passed" in out, out
+    code, out = nox(root, "-s", "tests", env=env)
+    assert code == 0 and "up to date" in out, out
+
+
+#: A program lists the folder, then becomes a pytest that reports (same pid): the report
+#: is the pytest image's, not the program's.
+EXEC_NOXFILE = f"""
+    import nox
+    from memotest_nox import memoized
+
+    CODE = (
+        "import os, sys; os.listdir('.'); "
+        "os.execv(sys.executable, [sys.executable, '-m', 'pytest', '-q', '-p', "
+        "'no:cacheprovider', '-p', 'memotest_walk', '-p', 'leftover', 'tests'])"
+    )
+
+    @nox.session(venv_backend="none")
+    @memoized
+    def tests(session):
+        session.run({sys.executable!r}, "-c", CODE, external=True)
+"""
+
+
+def test_nox_a_listing_before_the_pytest_image_keeps_the_folder_whole(tmp_path):
+    from memotest_pytest.walk import FOLDER
+
+    root, env = nox_project(tmp_path)
+    write_tree(root, {"noxfile.py": EXEC_NOXFILE})
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], FOLDER])
+    count_file = tmp_path / "counter"
+    code, out = nox(root, "-s", "tests", env=env)
+    assert code == 0 and "1 passed" in out and counter(count_file) == 1, out
+    code, out = nox(root, "-s", "tests", env=env)
+    assert code == 0 and counter(count_file) == 2, out
+    assert "directory gained entries: .benchmarks" in out, out
+
+
+#: ``copy`` tries ``org.python.core`` (Jython's) at pytest's start-up, before the watch is
+#: installed: an ``org`` package in the current folder is found next time.
+JYTHON_TEST = """
+    import copy
+
+    def test_no_jython():
+        assert not [t for t in copy._copy_dispatch if t.__name__ == "PyStringMap"]
+    """
+
+
+def test_tox_an_import_that_failed_before_the_watch_counts(tmp_path):
+    counter_file = tmp_path / "counter"
+    root = replayed_project(tmp_path, JYTHON_TEST)
+    package = {"org/__init__.py": "", "org/python/__init__.py": ""}
+    write(root, {**package, "org/python/core.py": "class PyStringMap(dict):\n    pass\n"})
+    code, out = tox(root, "-e", "py")
+    assert code != 0 and count(counter_file) == 2, out
+
+
+def test_nox_a_distribution_pytest_looked_for_before_the_watch_counts(tmp_path):
+    """pytest lists every folder of ``sys.path`` for distributions (the plugins whose
+    asserts it rewrites) before it imports ``-p`` plugins: a new one in the current folder
+    brings a plugin."""
+    root, env = nox_project(tmp_path)
+    count_file = tmp_path / "counter"
+    failing = "def pytest_configure(config):\n    raise SystemExit(4)\n"
+    write_tree(tmp_path / "lib", {"failing.py": failing})
+    assert nox(root, "-s", "tests", env=env)[0] == 0
+    code, out = nox(root, "-s", "tests", env=env)
+    assert code == 0 and "up to date" in out and counter(count_file) == 1, out
+    write_tree(
+        root,
+        {
+            "failing-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: failing\n",
+            "failing-1.0.dist-info/entry_points.txt": "[pytest11]\nfailing = failing\n",
+        },
+    )
+    code, out = nox(root, "-s", "tests", env=env)
+    assert code != 0 and "up to date" not in out, out
