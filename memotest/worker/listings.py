@@ -10,7 +10,8 @@ then look only for certain names in what they listed:
 * ``importlib.metadata``: the ``*.dist-info`` and ``*.egg-info`` entries of each folder of
   ``sys.path`` (entry points, versions);
 * ``glob``: one folder level against one pattern (stevedore hashes
-  ``*.dist-info/entry_points.txt`` of every folder of ``sys.path``);
+  ``*.dist-info/entry_points.txt`` of every folder of ``sys.path``), and ``Path.glob``
+  likewise (pytest looks for ``test*`` folders at its rootdir);
 * code a plugin knows (its ``listing`` in ``extensions.py``): a test runner's collection
   on its way down to the file it is given, say.
 
@@ -128,8 +129,33 @@ def glob_listing(where, frame):
     return None
 
 
+#: The files of ``pathlib`` (3.13 made it a package).
+PATHLIB_FILES = ("/pathlib.py", "/pathlib/_local.py", "/pathlib/_abc.py", "/glob.py")
+
+
+def pathlib_glob_listing(where, frame):
+    """``Path.glob`` matching one folder level against one pattern of names (pytest looks
+    for ``test*`` folders at its rootdir so): that pattern. Only through ``pathlib``'s own
+    code between the listing and ``glob``, and a case-sensitive match."""
+    for _ in range(8):
+        code = frame.f_code
+        if not code.co_filename.endswith(PATHLIB_FILES):
+            return None
+        if code.co_name == "glob" and not code.co_filename.endswith("/glob.py"):
+            pattern = frame.f_locals.get("pattern")
+            if frame.f_locals.get("case_sensitive") not in (None, True):
+                return None
+            if not isinstance(pattern, str) or "/" in pattern or "**" in pattern:
+                return None
+            return (), (pattern,)
+        frame = frame.f_back
+        if frame is None:
+            return None
+    return None
+
+
 #: Who may list a folder only to look for certain names, asked in order; then plugins.
-LISTERS = (metadata_listing, glob_listing)
+LISTERS = (metadata_listing, glob_listing, pathlib_glob_listing)
 
 
 def on_listing(args, frame):

@@ -12,7 +12,10 @@ the imports the interpreter has at start-up. The worker calls, at their moments:
   each folder above the file and collects only the entry that leads to the file (pytest 8
   makes a collector for every entry and drops the others unmatched): that entry is what
   it looks for there. This rests on a hook of a pytest plugin doing nothing with the
-  entries of those folders that pytest then drops.
+  entries of those folders that pytest then drops. A folder pytest collects whole, in a
+  plain pytest process with ``memotest_walk`` (tox, nox), is held by the entries that can
+  change what pytest collects there (``memotest_walk.collect_patterns``: none of a dot's
+  leftovers, when only pytest's own hooks collect).
 * ``excluded``: the code of what pytest collects (test files, ``conftest.py``) is left out
   of the report of the code a run executed: its lines show in pytest's own report, so
   those files stay whole.
@@ -48,18 +51,26 @@ def before_run(job):
     hook.mark_rewrite = mark_rewrite
 
 
-def below(where, collector):
-    """The entries of ``where`` that lead to what pytest was asked to collect (the
-    arguments of the ``collector``'s session); None if one of them is ``where`` or a
-    folder above it (pytest then collects all of it), or none is inside it."""
+def asked(collector):
+    """The paths the ``collector``'s session was asked to collect, absolute; None if they
+    cannot be told."""
     try:
         config = collector.config
         start = str(config.invocation_params.dir)
-        args = [
+        return [
             os.path.normpath(os.path.join(os.getcwd(), start, str(a).split("::", 1)[0]))
             for a in config.args
         ]
     except Exception:
+        return None
+
+
+def below(where, collector):
+    """The entries of ``where`` that lead to what pytest was asked to collect (the
+    arguments of the ``collector``'s session); None if one of them is ``where`` or a
+    folder above it (pytest then collects all of it), or none is inside it."""
+    args = asked(collector)
+    if args is None:
         return None
     base = os.path.join(where, "")
     names = set()
@@ -81,8 +92,26 @@ def listing(where, frame):
         return None
     if not up.f_code.co_filename.endswith(COLLECT_FILES):
         return None
-    names = below(where, up.f_locals.get("self"))
-    return None if names is None else (names, ())
+    collector = up.f_locals.get("self")
+    names = below(where, collector)
+    if names is not None:
+        return names, ()
+    # A folder collected whole: in a plain pytest process (tox, nox), ``memotest_walk``
+    # says which entries can change what pytest collects there.
+    walk = sys.modules.get("memotest_walk")
+    collect_patterns = getattr(walk, "collect_patterns", None)
+    if collect_patterns is None or not collects_all(where, collector):
+        return None
+    patterns = collect_patterns(collector.config)
+    return None if patterns is None else ((), patterns)
+
+
+def collects_all(where, collector):
+    """Whether pytest was asked to collect ``where`` or a folder above it."""
+    base = os.path.join(where, "")
+    return any(
+        arg == where or base.startswith(os.path.join(arg, "")) for arg in asked(collector) or ()
+    )
 
 
 def excluded(path):

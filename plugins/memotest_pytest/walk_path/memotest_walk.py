@@ -42,6 +42,7 @@ installed) leaves every folder it listed whole.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import sys
 from pathlib import Path
@@ -72,17 +73,107 @@ def on_the_way(path: Path, given: tuple[Path, ...]) -> bool:
     return any(path == g or g in path.parents or path in g.parents for g in given)
 
 
+#: The hooks that decide what a folder's entries collect.
+COLLECTION_HOOKS = ("pytest_collect_file", "pytest_collect_directory", "pytest_ignore_collect")
+#: Every entry whose name does not start with a dot (a folder pytest goes into, any file).
+UNDOTTED = "[!.]*"
+
+
+def _module(plugin: object) -> str:
+    name = getattr(plugin, "__name__", None)
+    return name if isinstance(name, str) else type(plugin).__module__
+
+
+def standard_collection(config: pytest.Config) -> bool:
+    """Whether pytest's own hooks alone decide what the entries of a folder collect: no
+    other plugin or ``conftest.py`` loaded so far implements a hook of
+    :data:`COLLECTION_HOOKS` (a folder's own conftests are loaded before it is listed), and
+    ``norecursedirs`` keeps ``.*`` (pytest does not go into a folder named with a dot)."""
+    hook = config.pluginmanager.hook
+    for name in COLLECTION_HOOKS:
+        for impl in getattr(hook, name).get_hookimpls():
+            module = _module(impl.plugin)
+            if not (module.startswith("_pytest.") or module == __name__):
+                return False
+    return ".*" in config.getini("norecursedirs")
+
+
+def collect_patterns(config: pytest.Config) -> tuple[str, ...] | None:
+    """The entries of a folder pytest collects whole that can change what it collects,
+    as ``fnmatch`` patterns of their names: every name without a leading dot, and the
+    names pytest's own hooks collect (``python_files``, the doctest globs, ``*.py`` with
+    ``--doctest-modules``, ``conftest.py``, ``__init__.py``). A new ``.coverage`` or
+    ``.benchmarks`` is none of them: under :func:`standard_collection` pytest collects
+    nothing from it. None when that cannot be said."""
+    try:
+        if not standard_collection(config):
+            return None
+        patterns = {UNDOTTED, "__init__.py", "conftest.py", *config.getini("python_files")}
+        patterns.update(config.getoption("doctestglob") or ["test*.txt"])
+        if config.getoption("doctestmodules", False):
+            patterns.add("*.py")
+    except Exception:
+        return None
+    if not all(isinstance(p, str) and "/" not in p and os.sep not in p for p in patterns):
+        return None  # a pattern of paths, not of names
+    return tuple(sorted(patterns))
+
+
+def walked_file(path: Path) -> bool:
+    """Whether pytest's collection of a folder asks about ``path`` as one of its regular
+    files (its ``DirEntry``, whose type pytest read from the listing, without a ``stat``)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "collect" and code.co_filename.endswith(COLLECTORS):
+            entry = frame.f_locals.get("direntry")
+            try:
+                return Path(entry.path) == path and not entry.is_dir() and entry.is_file()
+            except Exception:
+                return False
+        frame = frame.f_back
+    return False
+
+
+#: pytest's collectors of folders (``Dir``, ``Package``).
+COLLECTORS = ("/_pytest/main.py", "/_pytest/python.py")
+
+
+def collects_nothing(path: Path, config: pytest.Config) -> bool:
+    """Whether ``path``, a regular file of a folder pytest collects whole, is one pytest's
+    own hooks collect nothing from (its name matches no pattern of :func:`collect_patterns`
+    but the undotted one). pytest would stat it (its checks of folders and virtualenvs)
+    and then drop it: ignoring it first keeps ``CHANGES.md`` from being an input."""
+    # Again when a plugin or conftest was registered since: it may collect more.
+    plugins = len(config.pluginmanager.get_plugins())
+    seen, patterns = config.stash.get(_PATTERNS, (-1, None))
+    if seen != plugins:
+        patterns = collect_patterns(config)
+        config.stash[_PATTERNS] = (plugins, patterns)
+    if patterns is None:
+        return False
+    name = path.name
+    collecting = [p for p in patterns if p != UNDOTTED]
+    return not any(fnmatch.fnmatchcase(name, p) for p in collecting) and walked_file(path)
+
+
 if int(pytest.__version__.split(".", 1)[0]) >= 7:
     _GIVEN = pytest.StashKey["tuple[Path, ...] | None"]()  # a string: Python 3.8 envs
+    _PATTERNS = pytest.StashKey["tuple[int, tuple[str, ...] | None]"]()
 
     @pytest.hookimpl(tryfirst=True)  # before conftests' own, and before pytest's stats
     def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
         if _GIVEN not in config.stash:
             config.stash[_GIVEN] = given_paths(config)
         given = config.stash[_GIVEN]
-        if given is None or on_the_way(Path(os.path.abspath(collection_path)), given):
+        path = Path(os.path.abspath(collection_path))
+        if given is None:
             return None  # pytest decides, as without this plugin
-        return True
+        if not on_the_way(path, given):
+            return True
+        if path not in given and any(g in path.parents for g in given):
+            return True if collects_nothing(path, config) else None
+        return None
 
 
 def importing_from_preparse() -> bool:
