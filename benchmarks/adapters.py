@@ -119,7 +119,7 @@ PROJECTS: dict[str, Project] = {
             "tox",
             "py3.11",
             "src/click/core.py",
-            "CHANGES.rst",
+            "CHANGES.md",
             "[tool.tox] in pyproject.toml, tox-uv's uv-venv-lock-runner, dependency_groups, "
             "pytest --basetemp={env_tmp_dir}",
         ),
@@ -330,6 +330,9 @@ def records(project: Project, venv: Path, cwd: Path, env: dict) -> dict[str, lis
 
 
 def append(path: Path, line: str) -> None:
+    # An edit, never a new file (a new entry at the rootdir re-runs, rightly).
+    if not path.is_file():
+        sys.exit(f"the file to edit does not exist: {path}")
     with path.open("a") as f:
         f.write(line)
 
