@@ -1,0 +1,83 @@
+"""tox in CI with a remote cache, as ``docs/adapters/tox.md`` sets it up: ``MEMOTEST_REMOTE``
+in tox's environment, a second CI runner (a fresh checkout at the runner's usual path: no
+``.tox``, no ``.memotest``) replays the env from the server, a pull request's job
+(``MEMOTEST_REMOTE_READ_ONLY=1``) runs and uploads nothing. Real tox, real Redis and nginx
+on 127.0.0.1. (A checkout at *another* path re-runs once with tox's virtualenv: it writes
+the env's absolute path into ``pyvenv.cfg``, an input; see the docs.)"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from servers import nginx_dav, redis_server
+from test_tox import count, environ, tox, write
+from test_tox import pytestmark as tox_marks
+
+pytestmark = tox_marks
+SERVERS = {"redis": redis_server, "nginx": nginx_dav}
+
+
+@pytest.fixture(params=sorted(SERVERS))
+def server(request, tmp_path):
+    with SERVERS[request.param](tmp_path / "server") as s:
+        yield s
+
+
+def clone(at: Path, counter: Path) -> Path:
+    """A checkout: a skip_install env that bumps ``counter`` and prints ``data.txt``."""
+    return write(
+        at,
+        {
+            "tox.ini": f"""
+                [tox]
+                env_list = py
+                [testenv]
+                skip_install = true
+                commands =
+                    python -c "open(r'{counter}', 'a').write('x')"
+                    python -c "print(open('data.txt').read())"
+                """,
+            "data.txt": "one\n",
+        },
+    )
+
+
+def ci_env(url: str, **extra: str) -> dict[str, str]:
+    out = {k: v for k, v in environ().items() if not k.startswith("MEMOTEST_REMOTE")}
+    return {**out, "MEMOTEST_REMOTE": url, **extra}
+
+
+def fresh_runner(at: Path, counter: Path) -> Path:
+    """Another CI runner: a new checkout at the same path, no ``.tox``, no ``.memotest``."""
+    shutil.rmtree(at)
+    return clone(at, counter)
+
+
+def test_a_second_ci_runner_replays_a_pull_request_uploads_nothing(server, tmp_path):
+    counter = tmp_path / "counter"
+    at = tmp_path / "runner" / "work" / "checkout"
+    clone(at, counter)
+    code, out = tox(at, "-e", "py", env=ci_env(server.url))
+    assert code == 0 and "memotest: ran: never run" in out and count(counter) == 1, out
+    # Another runner: the env is made anew, the record comes from the server.
+    fresh_runner(at, counter)
+    code, out = tox(at, "-e", "py", env=ci_env(server.url))
+    assert code == 0 and "memotest: cached, replayed" in out and count(counter) == 1, out
+    assert "one" in out, out  # the log came along
+    # A pull request changes data.txt: its job runs the env and uploads nothing.
+    fresh_runner(at, counter)
+    (at / "data.txt").write_text("two\n")
+    read_only = ci_env(server.url, MEMOTEST_REMOTE_READ_ONLY="1")
+    code, out = tox(at, "-e", "py", env=read_only)
+    assert code == 0 and "two" in out and count(counter) == 2, out
+    # So the next runner with that change runs it too: nothing was uploaded.
+    fresh_runner(at, counter)
+    (at / "data.txt").write_text("two\n")
+    code, out = tox(at, "-e", "py", env=ci_env(server.url))
+    assert code == 0 and "two" in out and count(counter) == 3, out
+    # And the first state still replays on a fresh runner.
+    fresh_runner(at, counter)
+    code, out = tox(at, "-e", "py", env=ci_env(server.url))
+    assert code == 0 and "memotest: cached, replayed" in out and count(counter) == 3, out
