@@ -30,6 +30,8 @@ NARROW = "memotest_pytest.narrow"
 #: an argument: a path holding ``[`` or ``::`` is read as a test selection
 #: (``test_x[1].py``). memotest passes its folder as the argument and the file here.
 ONLY = "--memotest-only"
+#: ``NARROW``'s option naming the share of a file's tests a part runs (``split.py``).
+PART = "--memotest-part"
 
 
 def main():

@@ -19,6 +19,10 @@ target looks at as an input:
 * **A partial run runs only some tests** (``build --select tests``): those memotest names
   in ``MEMOTEST_SELECT``, tests it does not know and every test after the first of those
   (``pytest_collection_modifyitems``); memotest replays the others' outcomes.
+* **A part of a file runs only its share of the tests** (``build --pytest-split
+  FILE=N``, ``memotest_pytest.split``): ``--memotest-part K/N`` keeps the tests whose
+  position in the file's collection is K modulo N, so that one big file spreads over the
+  job slots, as ``pytest -n`` spreads tests.
 * **A file with no tests passes.** memotest makes a target of every file pytest would
   collect, without importing them; one that turns out to hold no test (``pytest`` exit
   status 5, "no tests collected") is a test file with nothing to fail, so the run ends with
@@ -37,7 +41,7 @@ from pathlib import Path
 
 import pytest
 
-from memotest_pytest.collect import ONLY
+from memotest_pytest.collect import ONLY, PART
 from memotest_pytest.results import start as record_results
 
 #: The tests of a partial run (``memotest/select.py``'s ``SELECT_ENV``: this plugin runs
@@ -57,6 +61,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="collect only FILE below the folders given (a file whose name pytest would "
         "read as a test selection)",
     )
+    parser.addoption(
+        PART,
+        dest="memotest_part",
+        default=None,
+        metavar="K/N",
+        help="run only the tests at positions K, K+N, K+2N... of the collection (1-based)",
+    )
+
+
+def part_of(config: pytest.Config) -> tuple[int, int] | None:
+    """``--memotest-part K/N`` as ``(K, N)``; None without it."""
+    raw = config.getoption("memotest_part", None)
+    if not raw:
+        return None
+    k, _, n = str(raw).partition("/")
+    try:
+        part = (int(k), int(n))
+    except ValueError:
+        raise pytest.UsageError(f"{PART} {raw}: expected K/N") from None
+    if not 1 <= part[0] <= part[1]:
+        raise pytest.UsageError(f"{PART} {raw}: expected 1 <= K <= N")
+    return part
 
 
 def named_paths(config: pytest.Config) -> tuple[Path, ...] | None:
@@ -116,7 +142,16 @@ def pytest_collection_modifyitems(
     """A partial run (``memotest/select.py``: ``MEMOTEST_SELECT``, the ids to run and the
     ids memotest knows): keeps, in their order, the tests named, those memotest does not
     know (new) and every test after the first kept (shared state flows forward);
-    deselects the others, whose outcomes memotest replays."""
+    deselects the others, whose outcomes memotest replays. A part of a file
+    (``--memotest-part``) keeps its share first."""
+    part = part_of(config)
+    if part is not None:
+        k, n = part
+        share = [item for i, item in enumerate(items) if i % n == k - 1]
+        if len(share) != len(items):
+            others = [item for i, item in enumerate(items) if i % n != k - 1]
+            config.hook.pytest_deselected(items=others)
+            items[:] = share
     raw = os.environ.get(SELECT_ENV)
     if not raw:
         return

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -42,7 +41,9 @@ from memotest.plugins import Config, LoadRequest
 from memotest.select import BENIGN_OPENERS
 from memotest.tracer.warm.pool import WorkerPool
 from memotest_pytest import collect as driver
+from memotest_pytest import split
 from memotest_pytest.collect import MARK, NARROW, ONLY
+from memotest_pytest.collect_errors import collection_error, same_file
 
 # This plugin's other hooks, each in the module of what it is about (pluggy registers
 # every hook function this module holds, so importing them here registers them).
@@ -85,6 +86,14 @@ def memotest_addoption(parser: argparse.ArgumentParser) -> None:
         "PATH, so name targets before it or after --",
     )
     group.add_argument(
+        "--pytest-split",
+        action="append",
+        metavar="FILE=N",
+        default=None,
+        help="run the test file FILE as N targets, each a share of its tests, so that it "
+        "spreads over the job slots (repeatable; its tests must not depend on each other)",
+    )
+    group.add_argument(
         "--pytest-python",
         metavar="PYTHON",
         default=None,
@@ -106,7 +115,8 @@ def memotest_load_targets(request: LoadRequest, config: Config) -> Project | Non
         )
     python = getattr(request.options, "pytest_python", None) or sys.executable
     warm = not getattr(request.options, "no_warm", False)
-    return load(request.cwd, list(paths or []), python, warm, config.worker_pool)
+    splits = split.parse(getattr(request.options, "pytest_split", None), request.cwd)
+    return load(request.cwd, list(paths or []), python, warm, config.worker_pool, splits)
 
 
 def resolve_python(python: str) -> str:
@@ -126,10 +136,16 @@ def resolve_python(python: str) -> str:
 
 
 def load(
-    cwd: Path, paths: list[str], python: str, warm: bool = True, pool: WorkerPool | None = None
+    cwd: Path,
+    paths: list[str],
+    python: str,
+    warm: bool = True,
+    pool: WorkerPool | None = None,
+    splits: dict[str, int] | None = None,
 ) -> Project:
-    """Collects ``paths`` (relative to ``cwd``) with pytest and makes one target per file;
-    the collection is forked from ``pool``'s warm workers (the build's) when there is one."""
+    """Collects ``paths`` (relative to ``cwd``) with pytest and makes one target per file
+    (``splits``: N targets for a file, ``split.py``); the collection is forked from
+    ``pool``'s warm workers (the build's) when there is one."""
     python = resolve_python(python)
     for p in paths:
         if not os.path.exists(os.path.join(cwd, p)):
@@ -139,7 +155,7 @@ def load(
             )
     data = collect(cwd, paths, python, warm, pool)
     rootdir = Path(data["rootdir"])
-    if not _same_file(str(rootdir), str(cwd)):
+    if not same_file(str(rootdir), str(cwd)):
         # The targets run in the rootdir, where imports may resolve differently (python -m
         # puts the current folder on sys.path): collect again there, as they will run.
         wanted = [os.path.join(cwd, p) for p in paths] or [str(cwd)]
@@ -168,6 +184,7 @@ def load(
             f"pytest: collecting {where} failed (pytest exit status {code}): "
             f"{data.get('output', '').strip()[-500:]}"
         )
+    split.check(splits or {}, list(data["files"]), bool(data.get("narrow")))
     settings = Settings(pass_env=(*DEFAULT_PASS_ENV, *PYTEST_PASS_ENV))
     run_args = RUN_ARGS
     pin: tuple[str, ...] = ()
@@ -185,13 +202,16 @@ def load(
         # folder up: a configuration file in between (tests/sub/pytest.ini) may be the one
         # it takes, so such a target is left to pytest's own search.
         own = () if _config_between(Path(file).parent, top, seen) else pin
-        targets[name] = Target(
-            name=name,
-            command=(python, *run_args, *own, *file_args(rel, file, bool(data.get("narrow")))),
-            cwd=str(rootdir),
-            source=SourceLocation(file),
-            warm=modules,
-        )
+        command = (python, *run_args, *own, *file_args(rel, file, bool(data.get("narrow"))))
+        n = (splits or {}).get(os.path.normpath(file))
+        for part, part_command in (split.parts(name, command, n) if n else {name: command}).items():
+            targets[part] = Target(
+                name=part,
+                command=part_command,
+                cwd=str(rootdir),
+                source=SourceLocation(file),
+                warm=modules,
+            )
     project_file = Path(data["inipath"]) if data.get("inipath") else rootdir
     return Project(project_file, rootdir, settings, targets)
 
@@ -331,51 +351,3 @@ def collect(
         )
     data["output"] = output
     return data
-
-
-def collection_error(rootdir: Path, cwd: Path, errors: list[dict[str, str]]) -> ConfigError:
-    """Names the first file pytest could not collect and the error's last line."""
-    first = errors[0]
-    nodeid = first.get("nodeid") or ""
-    file = nodeid.split("::", 1)[0]
-    path = str(rootdir / file) if file else str(rootdir)
-    text = (first.get("text") or "").strip().splitlines()
-    message = _error_line(text)
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    line = _error_lineno(text, path, cwd) if file else None
-    where = f"{path}:{line}" if line else path
-    return ConfigError(f"{where}: pytest could not collect this file: {message}{more}")
-
-
-def _error_line(lines: list[str]) -> str:
-    # pytest's collection errors end with "E   SomeError: message" lines.
-    marked = [ln[1:].strip() for ln in lines if ln.startswith("E ")]
-    if marked:
-        return marked[-1]
-    return lines[-1].strip() if lines else "collection error"
-
-
-_LOCATIONS = (
-    re.compile(r"^(?P<file>\S+?):(?P<line>\d+): in "),  # pytest: "tests/t.py:3: in <module>"
-    re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)'),  # a SyntaxError's location
-)
-
-
-def _error_lineno(lines: list[str], path: str, cwd: Path) -> str | None:
-    """The last line number the error text gives for ``path`` (relative paths in pytest's
-    traceback are relative to the folder it ran in)."""
-    found = None
-    for ln in lines:
-        text = ln[1:].strip() if ln.startswith("E ") else ln.strip()
-        for pattern in _LOCATIONS:
-            m = pattern.search(text)
-            if m and _same_file(os.path.join(cwd, m.group("file")), path):
-                found = m.group("line")
-    return found
-
-
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
