@@ -146,20 +146,18 @@ def test_whole_files_keeps_every_listing_whole(tmp_path):
 
 def test_the_record_names_what_was_looked_for_and_what_was_there():
     looked = ["a", "a.py", "b.py"]
-    blob = entries_kind.entries_record(
-        looked, ["*.csv", "i:*.dist-info"], ["a.py", "x.CSV", "Foo.DIST-INFO"]
-    )
-    assert (
-        entries_kind.entries_changed(blob, ["a.py", "x.CSV", "Foo.DIST-INFO", "c.py", "d.txt"])
-        is None
-    )
-    assert entries_kind.entries_changed(
-        blob, ["a.py", "x.CSV", "Foo.DIST-INFO", "b.py", "y.csv"]
-    ) == (
-        ["b.py", "y.csv"],
-        [],
-    )
-    assert entries_kind.entries_changed(blob, ["x.CSV"]) == ([], ["Foo.DIST-INFO", "a.py"])
+    present = ["a.py", "x.CSV", "Foo.DIST-INFO"]
+    blob = entries_kind.entries_record(looked, ["*.csv", "i:*.dist-info"], present, "ffd")
+    changed = entries_kind.entries_changed
+    assert changed(blob, [*present, "c.py", "d.txt"], "ffdff") is None
+    assert changed(blob, [*present, "b.py", "y.csv"], "ffdff") == (["b.py", "y.csv"], [])
+    assert changed(blob, ["x.CSV"], "f") == ([], ["Foo.DIST-INFO", "a.py"])
+    # An entry looked for that turned from a file into a folder (or a link) is a change.
+    assert changed(blob, present, "dfd") == (["a.py"], ["a.py"])
+    assert changed(blob, present, "fdd") is None  # x.CSV was not looked for
+    assert changed(blob, present, "ffl") == (["Foo.DIST-INFO"], ["Foo.DIST-INFO"])
+    # The types cannot be told: not held.
+    assert changed(blob, present, "") == (["?"], [])
 
 
 def test_a_worker_holds_while_only_entries_its_imports_did_not_look_for_change(tmp_path):

@@ -54,7 +54,10 @@ class Entries(InputKind):
             ):
                 out.append(fp)
                 continue
-            blob = entries_record(looked[0], looked[1], fp.names)
+            if fp.types is None or len(fp.types) != len(fp.names):
+                out.append(fp)  # the entries' types cannot be told: kept whole
+                continue
+            blob = entries_record(looked[0], looked[1], fp.names, fp.types)
             out.append(
                 Fingerprint(fp.path, Kind.ENTRIES, store.put_blob(blob), fp.sig, fp.verified_ns)
             )
@@ -105,7 +108,7 @@ def folder_changed(
     else the entries looked for that appeared and those that went
     (:func:`entries_changed`; ``["?"]`` appeared when it cannot be told)."""
     try:
-        names = states.list_dir(path).names
+        listed = states.list_dir(path)
     except OSError:
         return ["?"], []
     if states.blobs is None:
@@ -114,7 +117,7 @@ def folder_changed(
         blob = states.blobs(digest)
     except Exception:
         return ["?"], []
-    return entries_changed(blob, names)
+    return entries_changed(blob, listed.names, listed.types)
 
 
 def entries_matcher(looks: Iterable[str], patterns: Iterable[str]) -> Callable[[str], bool]:
@@ -144,29 +147,49 @@ def entries_matcher(looks: Iterable[str], patterns: Iterable[str]) -> Callable[[
     return matches
 
 
-def entries_record(looks: Sequence[str], patterns: Sequence[str], names: Iterable[str]) -> bytes:
+def entries_record(
+    looks: Sequence[str], patterns: Sequence[str], names: Sequence[str], types: str
+) -> bytes:
     """The fingerprint's content (JSON bytes): what was looked for, and which of the
-    folder's entry ``names`` matched."""
+    folder's entry ``names`` matched, with their type letters (``types``, in the order of
+    ``names``: a matched file that became a folder is a change, as for ``list``)."""
     matches = entries_matcher(looks, patterns)
-    present = sorted(n for n in names if matches(n))
+    present = sorted((n, t) for n, t in zip(names, types, strict=True) if matches(n))
     return json.dumps(
-        {"looks": sorted(looks), "patterns": sorted(patterns), "present": present}
+        {
+            "looks": sorted(looks),
+            "patterns": sorted(patterns),
+            "present": [n for n, _t in present],
+            "types": "".join(t for _n, t in present),
+        }
     ).encode()
 
 
-def entries_changed(blob: bytes, names: Iterable[str]) -> tuple[list[str], list[str]] | None:
-    """None if the folder's entry ``names`` now match what ``blob`` (:func:`entries_record`)
-    names, else ``(gained, lost)``: the entries looked for that appeared and went."""
+def entries_changed(
+    blob: bytes, names: Sequence[str], types: str = ""
+) -> tuple[list[str], list[str]] | None:
+    """None if the folder's entries (``names``, their type letters ``types``) now match
+    what ``blob`` (:func:`entries_record`) names, else ``(gained, lost)``: the entries
+    looked for that appeared and went (one whose type changed is both)."""
     try:
         recorded = json.loads(blob)
     except ValueError:
         return ["?"], []
     matches = entries_matcher(recorded.get("looks", ()), recorded.get("patterns", ()))
-    now = {n for n in names if matches(n)}
-    before = set(recorded.get("present", ()))
+    before_names = set(recorded.get("present", ()))
+    before_types = recorded.get("types")
+    if before_types is None:  # a record from before the types were kept: names only
+        now_names = {n for n in names if matches(n)}
+        if now_names == before_names:
+            return None
+        return sorted(now_names - before_names), sorted(before_names - now_names)
+    if len(types) != len(names):
+        return ["?"], []
+    now = {(n, t) for n, t in zip(names, types, strict=True) if matches(n)}
+    before = set(zip(recorded.get("present", ()), before_types, strict=False))
     if now == before:
         return None
-    return sorted(now - before), sorted(before - now)
+    return sorted({n for n, _t in now - before}), sorted({n for n, _t in before - now})
 
 
 KIND = Entries()
