@@ -14,6 +14,7 @@ its times. At each revision, in one run:
   memotest runs them (``python -m pytest -q -p no:cacheprovider FILE``), without memotest;
   kept in the JSON (and its ratio printed) and the reference of the agreement check;
 * **memotest -j1** and **memotest -j2**: ``memotest build -jN --pytest TESTS``;
+* **memotest -j2 --select tests**: test-level selection (opt-in, issue 18), its own store;
 * **pytest-testmon**: ``python -m pytest --testmon --continue-on-collection-errors -q -rfE
   TESTS``.
 
@@ -47,7 +48,11 @@ Checked at each revision (**outcome agreement**): every test file that fails und
 RetestAll was run, and failed, under memotest (-j1 and -j2). Any other outcome is listed as
 a disagreement with memotest's reason for skipping or its status. A file whose outcome
 differs between RetestAll and one pytest session (one process, or ``-n 2``) is listed as an
-order difference: a test that depends on what another file's tests did before it.
+order difference: a test that depends on what another file's tests did before it. And test
+by test (``benchmarks/replay_tests.py``, from each lane's JUnit XML): every test that fails
+with its file alone must fail under memotest's default lanes; under ``--select tests`` a test
+that fails with its whole file but passes when only part of the file ran is listed as order
+dependence within the file, any other difference as a disagreement.
 
 Writes ``benchmarks/results/replay.json`` and the plot ``docs/img/replay.png`` (time per
 revision relative to one-process pytest's, one panel per project). The plot needs
@@ -83,6 +88,10 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import replay_tests
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / ".bench"
@@ -359,12 +368,19 @@ PROJECTS: dict[str, Project] = {
     )
 }
 #: The lanes (see the module doc), each its own working folder.
-LANES = ("retest", "pytest", "xdist", "j1", "j2", "testmon")
+LANES = ("retest", "pytest", "xdist", "j1", "j2", "sel", "testmon")
+#: The memotest lanes: their build flags.
+BUILDS = {"j1": ["-j1"], "j2": ["-j2"], "sel": ["-j2", "--select", "tests"]}
 #: What every ratio is to: one-process pytest, the user's own command. Results files from
 #: before that lane have RetestAll instead (``base``).
 BASE = "pytest"
 #: The lanes whose ratios to the base are printed, with their labels.
-COMPARED = (("xdist", "pytest -n 2"), ("j1", "memotest -j1"), ("j2", "memotest -j2"))
+COMPARED = (
+    ("xdist", "pytest -n 2"),
+    ("j1", "memotest -j1"),
+    ("j2", "memotest -j2"),
+    ("sel", "memotest -j2 --select tests"),
+)
 DEFAULT_PROJECTS = ("oslo.utils", "cliff", "keystoneauth1", "structlog", "attrs", "click")
 QUICK_PROJECTS = ("oslo.utils", "structlog")
 
@@ -435,6 +451,7 @@ series = [("retest", "RetestAll (one process per file)", "black", "o"),
           ("xdist", "pytest -n 2", "tab:green", "v"),
           ("j1", "memotest -j1", "tab:blue", "s"),
           ("j2", "memotest -j2", "tab:cyan", "D"),
+          ("sel", "memotest -j2 --select tests", "tab:purple", "P"),
           ("testmon", "pytest-testmon", "tab:orange", "^")]
 for ax, name in zip(axes[:, 0], names):
     revs = data["projects"][name]["revisions"]
@@ -463,8 +480,9 @@ for ax, name in zip(axes[:, 0], names):
                  fontsize=9)
     ax.grid(alpha=0.3)
 handles, labels = axes[0, 0].get_legend_handles_labels()
-fig.legend(handles, labels, loc="upper center", ncol=6, fontsize=8, frameon=False)
-fig.tight_layout(rect=(0, 0, 1, 0.97))
+fig.legend(handles, labels, loc="upper center", ncol=4, fontsize=8, frameon=False)
+height = fig.get_size_inches()[1]
+fig.tight_layout(rect=(0, 0, 1, 1 - 0.55 / height))  # two rows of legend above
 fig.savefig(sys.argv[2], dpi=110)
 """
 
@@ -696,19 +714,33 @@ PYTEST_ARGS = ("-m", "pytest", "-q", "-p", "no:cacheprovider", "--continue-on-co
 
 def pytest_lane(py: str, lane: Path, tests: str, env: dict, logs: Path, workers: int) -> dict:
     """One pytest session over ``tests`` (``workers`` > 0: ``-n WORKERS``, pytest-xdist);
-    the failing files from its short summary (pytest's default ``-rfE``)."""
-    cmd = [py, *PYTEST_ARGS, *(["-n", str(workers)] if workers else []), tests]
-    wall, proc = timed(cmd, lane, env)
+    the failing files from its short summary (pytest's default ``-rfE``), and for the
+    one-process session the failing tests (its JUnit XML, see ``replay_tests``)."""
+    junit = lane.parent / "junit-pytest.xml"
+    junit.unlink(missing_ok=True)
+    extra = ["-n", str(workers)] if workers else [f"--junitxml={junit}"]
+    wall, proc = timed([py, *PYTEST_ARGS, *extra, tests], lane, env)
     out = proc.stdout + proc.stderr
     (logs / (f"pytest-n{workers}.txt" if workers else "pytest.txt")).write_text(out)
-    return {"wall": round(wall, 3), "exit": proc.returncode, **parse_testmon(out)}
+    result = {"wall": round(wall, 3), "exit": proc.returncode, **parse_testmon(out)}
+    if not workers:
+        result["failing_tests"] = replay_tests.failing(replay_tests.outcomes(junit))
+    return result
 
 
-def retest_all(py: str, lane: Path, files: list[str], env: dict, logs: Path) -> dict:
+def retest_all(
+    py: str, lane: Path, files: list[str], env: dict, logs: Path
+) -> tuple[dict, dict[str, dict]]:
+    """Each file alone; the result, and every test's outcome (``replay_tests``)."""
     per_file: dict[str, dict] = {}
+    junits = lane.parent / "junit-retest"
+    shutil.rmtree(junits, ignore_errors=True)
+    junits.mkdir()
     t0 = time.monotonic()
-    for rel in files:
-        took, proc = timed([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", rel], lane, env)
+    for i, rel in enumerate(files):
+        junit = f"--junitxml={junits / f'{i}.xml'}"
+        cmd = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", junit, rel]
+        took, proc = timed(cmd, lane, env)
         per_file[rel] = {"exit": proc.returncode, "time": round(took, 3)}
         if proc.returncode != 0:
             (logs / ("retest-" + rel.replace("/", "_") + ".log")).write_text(
@@ -716,13 +748,16 @@ def retest_all(py: str, lane: Path, files: list[str], env: dict, logs: Path) -> 
             )
     wall = time.monotonic() - t0
     failed = sorted(f for f, r in per_file.items() if r["exit"] != 0)
-    return {
+    tests = replay_tests.merged(sorted(junits.iterdir()))
+    result = {
         "wall": round(wall, 3),
         "total": len(files),
         "ran": len(files),
         "failed": failed,
         "per_file": per_file,
+        "failing_tests": replay_tests.failing(tests),
     }
+    return result, tests
 
 
 CATEGORIES = (
@@ -802,22 +837,30 @@ def attribute(py: str, lane: Path, diff: dict, env: dict, project: Project) -> d
 
 
 def memotest_build(
-    venv_path: Path, lane: Path, tests: str, jobs: int, env: dict, logs: Path
-) -> dict:
-    report = lane.parent / f"report-j{jobs}.json"
+    venv_path: Path, lane: Path, tests: str, key: str, env: dict, logs: Path
+) -> tuple[dict, dict[str, dict]]:
+    """One build of the lane ``key`` (its flags in BUILDS); the result, and every test's
+    outcome from its JUnit XML (``replay_tests``)."""
+    report = lane.parent / f"report-{key}.json"
+    junit = lane.parent / f"junit-{key}.xml"
     report.unlink(missing_ok=True)
+    junit.unlink(missing_ok=True)
     cmd = [
         str(venv_path / "bin" / "memotest"),
         "build",
-        f"-j{jobs}",
+        *BUILDS[key],
         "--json-report",
         str(report),
+        "--junit-xml",
+        str(junit),
         "--pytest",
         tests,
     ]
     wall, proc = timed(cmd, lane, env)
-    (logs / f"memotest-j{jobs}.txt").write_text(proc.stdout + proc.stderr)
+    (logs / f"memotest-{key}.txt").write_text(proc.stdout + proc.stderr)
     result: dict = {"wall": round(wall, 3), "exit": proc.returncode}
+    per_test = replay_tests.outcomes(junit)
+    result.update(replay_tests.counts(per_test))
     if not report.exists():
         # memotest refused to build (exit 2: e.g. a file pytest could not collect).
         result.update(
@@ -829,9 +872,9 @@ def memotest_build(
             build_duration=0.0,
             error=(proc.stdout + proc.stderr).strip()[-2000:],
         )
-        return result
+        return result, per_test
     data = json.loads(report.read_text())
-    shutil.copy(report, logs / f"memotest-j{jobs}.json")
+    shutil.copy(report, logs / f"memotest-{key}.json")
     targets = {}
     for t in data["targets"]:
         name = t["name"].removeprefix("pytest:")
@@ -853,7 +896,7 @@ def memotest_build(
         hazards=len(data.get("hazards") or []),
         targets=targets,
     )
-    return result
+    return result, per_test
 
 
 SUMMARY = re.compile(r"(\d+) (passed|failed|skipped|deselected|errors?|xfailed|xpassed)")
@@ -940,7 +983,7 @@ def base(revs: list[dict]) -> str:
 
 
 def timed_lanes(revs: list[dict]) -> tuple[str, ...]:
-    return tuple(k for k in ("retest", "pytest", "xdist", "j1", "j2", "testmon") if k in revs[0])
+    return tuple(k for k in LANES if k in revs[0])
 
 
 def summarize(revs: list[dict]) -> dict:
@@ -961,8 +1004,14 @@ def summarize(revs: list[dict]) -> dict:
         "first": {k: ratio(first[k]["wall"], first[b]["wall"]) for k in lanes if k != b},
         "first_wall": {k: first[k]["wall"] for k in lanes},
     }
-    for k in ("j1", "j2"):
-        s[f"selection_{k}"] = mean([r[k]["ran"] / r[k]["total"] for r in rest if r[k]["total"]])
+    for k in ("j1", "j2", "sel"):
+        s[f"selection_{k}"] = mean(
+            [r[k]["ran"] / r[k]["total"] for r in rest if k in r and r[k]["total"]]
+        )
+    # The share of the tests the test-level lane ran (the others replayed).
+    s["selection_sel_tests"] = mean(
+        [r["sel"]["tests_run"] / r["sel"]["tests"] for r in rest if r.get("sel", {}).get("tests")]
+    )
     s["selection_testmon"] = mean(
         [min(1.0, r["testmon"]["tests_run"] / max(1, r["tests_total"])) for r in rest]
     )
@@ -1020,13 +1069,42 @@ def summarize(revs: list[dict]) -> dict:
     s["rerun_causes_j1"] = dict(sorted(why.items(), key=lambda kv: -kv[1]))
     s["reruns_j1"] = sum(r["j1"]["ran"] for r in rest)
     s["selection_j1_without_root_stats"] = mean(without_root_stats)
+    # The default lanes (whole files) must agree with RetestAll file by file and test by
+    # test; the test-level lane's differences are listed apart (see replay_tests).
     s["disagreements"] = [
         {"version": r["version"], "jobs": k, **d}
         for r in revs
         for k in ("j1", "j2")
         for d in r["agreement"][k]
         if d["kind"] != "extra-failure"
+    ] + [
+        {"version": r["version"], "jobs": k, "file": d["test"], "kind": "test", **d}
+        for r in revs
+        for k in ("j1", "j2")
+        for d in r.get("tests", {}).get(k, {}).get("disagreements", [])
     ]
+    s["select_tests"] = {
+        key: sorted(
+            {
+                (r["version"], t)
+                for r in revs
+                for t in r.get("tests", {}).get("sel", {}).get(key, [])
+            }
+        )
+        for key in ("order_within_file", "extra_failures")
+    }
+    s["select_tests"]["disagreements"] = [
+        {"version": r["version"], **d}
+        for r in revs
+        for d in r.get("tests", {}).get("sel", {}).get("disagreements", [])
+    ]
+    s["order_across_files"] = sorted(
+        {
+            (r["version"], t)
+            for r in revs
+            for t in r.get("tests", {}).get("j1", {}).get("order_across_files", [])
+        }
+    )
     s["extra_failures"] = [
         {"version": r["version"], "jobs": k, **d}
         for r in revs
@@ -1056,12 +1134,14 @@ def print_tables(results: dict) -> None:
     log("\nPer revision (wall seconds; memotest: targets run/total):")
     log(
         f"{'project':<10} {'release':<8} {'files':>5} {'RetestAll':>9} {'pytest':>6} "
-        f"{'-n 2':>5} {'mt -j1':>14} {'mt -j2':>14} {'testmon':>14} {'fail':>4} {'disagree':>8}"
+        f"{'-n 2':>5} {'mt -j1':>14} {'mt -j2':>14} {'-j2 tests':>16} {'testmon':>14} "
+        f"{'fail':>4} {'disagree':>8}"
     )
     nan = {"wall": float("nan")}
     for name, p in results["projects"].items():
         for r in p["revisions"]:
             j1, j2, tm = r["j1"], r["j2"], r["testmon"]
+            sel = r.get("sel") or {"wall": float("nan"), "tests_run": 0, "tests": 0}
             dis = sum(
                 1 for k in ("j1", "j2") for d in r["agreement"][k] if d["kind"] != "extra-failure"
             )
@@ -1071,6 +1151,7 @@ def print_tables(results: dict) -> None:
                 f"{r.get('xdist', nan)['wall']:>5.1f} "
                 f"{j1['wall']:>6.1f} {j1['ran']:>3}/{j1['total']:<3} "
                 f"{j2['wall']:>6.1f} {j2['ran']:>3}/{j2['total']:<3} "
+                f"{sel['wall']:>6.1f} {sel['tests_run']:>4}/{sel['tests']:<5}"
                 f"{tm['wall']:>6.1f} {tm['tests_run']:>7} "
                 f"{len(r['retest']['failed']):>4} {dis:>8}"
             )
@@ -1083,7 +1164,7 @@ def print_tables(results: dict) -> None:
     log(
         f"{'project':<10} {'revs':>4} {'files':>7} {'selected -j1':>12} {'testmon tests':>13} "
         f"{'1st n2':>6} {'1st -j1':>7} {'1st -j2':>7} {'1st tm':>6} {'RetestAll':>9} "
-        f"{'-n 2':>5} {'-j1':>5} {'-j2':>5} {'testmon':>7} {'disagree':>8}"
+        f"{'-n 2':>5} {'-j1':>5} {'-j2':>5} {'tests':>5} {'testmon':>7} {'disagree':>8}"
     )
     for name, p in results["projects"].items():
         s = p["summary"]
@@ -1094,6 +1175,7 @@ def print_tables(results: dict) -> None:
             f"{fmt(first.get('xdist')):>6} {fmt(first['j1']):>7} {fmt(first['j2']):>7} "
             f"{fmt(first['testmon']):>6} {fmt(s.get('ratio_retest')):>9} "
             f"{fmt(s.get('ratio_xdist')):>5} {fmt(s['ratio_j1']):>5} {fmt(s['ratio_j2']):>5} "
+            f"{fmt(s.get('ratio_sel')):>5} "
             f"{fmt(s['ratio_testmon']):>7} {len(s['disagreements']):>8}"
         )
     log(
@@ -1144,6 +1226,26 @@ def print_tables(results: dict) -> None:
                 f"note: {name} {d['version']}: RetestAll vs pytest {d['lane']} failing files "
                 f"differ (order dependence across files): RetestAll only {d['alone_only']}, "
                 f"{d['lane']} only {d['session_only']}"
+            )
+        sel = p["summary"].get("select_tests")
+        if sel:
+            log(
+                f"test level ({name}): -j2 --select tests ran "
+                f"{fmt(p['summary'].get('selection_sel_tests'), True)} of the tests after the "
+                f"first revision; disagreements {len(sel['disagreements'])}, tests failing only "
+                f"after their file's other tests (order within a file) "
+                f"{len(sel['order_within_file'])}, extra failures {len(sel['extra_failures'])}"
+            )
+            for d in sel["disagreements"]:
+                log(f"  --select tests {d['version']}: {d['test']} failed alone, {d['memotest']}")
+            for version, test in sel["order_within_file"]:
+                log(f"  order within a file {version}: {test}")
+            for version, test in sel["extra_failures"]:
+                log(f"  extra failure under --select tests {version}: {test}")
+        for version, test in p["summary"].get("order_across_files", []):
+            log(
+                f"note: {name} {version}: {test} fails in one pytest session, passes with its "
+                "file alone (order dependence across files)"
             )
         for d in p["summary"]["testmon_differences"]:
             log(
@@ -1228,17 +1330,23 @@ def replay(project: Project, versions: list[str]) -> dict:
             "collect_wall": round(col["wall"], 3),
             "collect_errors": col["errors"],
         }
-        rev["retest"] = retest_all(py, lanes["retest"].root, col["files"], envs["retest"], logs)
+        rev["retest"], alone = retest_all(
+            py, lanes["retest"].root, col["files"], envs["retest"], logs
+        )
         for key, workers in (("pytest", 0), ("xdist", 2)):
             rev[key] = pytest_lane(py, lanes[key].root, project.tests, envs[key], logs, workers)
         rev["causes"] = attribute(py, lanes["j1"].root, diff, envs["j1"], project)
-        for jobs in (1, 2):
-            rev[f"j{jobs}"] = memotest_build(
-                venv_path, lanes[f"j{jobs}"].root, project.tests, jobs, envs[f"j{jobs}"], logs
+        rev["tests"] = {}
+        for key in BUILDS:
+            rev[key], per_test = memotest_build(
+                venv_path, lanes[key].root, project.tests, key, envs[key], logs
+            )
+            rev["tests"][key] = replay_tests.compare(
+                alone, rev["pytest"]["failing_tests"], per_test
             )
         rev["testmon"] = testmon(py, lanes["testmon"].root, project.tests, envs["testmon"], logs)
         rev["tests_total"] = col["tests"]
-        rev["agreement"] = {k: agreement(rev["retest"], rev[k]) for k in ("j1", "j2")}
+        rev["agreement"] = {k: agreement(rev["retest"], rev[k]) for k in BUILDS}
         rev["order"] = {k: order_differences(rev["retest"], rev[k]) for k in ("pytest", "xdist")}
         rev["loadavg"] = os.getloadavg()
         dis = sum(
