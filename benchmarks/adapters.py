@@ -276,6 +276,10 @@ def command(project: Project, memoized: bool) -> list[str]:
     return cmd
 
 
+#: The loader's status line of a replayed target (``[1/1] (cached) PASSED NAME``).
+CACHED_LINE = re.compile(r"^(\[\d+/\d+\] )?\(cached\) PASSED ")
+
+
 def timed(cmd: list[str], cwd: Path, env: dict, logfile: Path) -> dict:
     wall, proc = replay.timed(cmd, cwd, env, timeout=RUN_TIMEOUT)
     out = proc.stdout + proc.stderr
@@ -289,7 +293,7 @@ def timed(cmd: list[str], cwd: Path, env: dict, logfile: Path) -> dict:
     result["notes"] = notes[-6:]
     result["replays"] = sum(
         "cached, replayed" in n or "replaying its output" in n for n in notes
-    ) + sum(ln.startswith("(cached) PASSED") for ln in out.splitlines())
+    ) + sum(bool(CACHED_LINE.match(ln)) for ln in out.splitlines())
     return result
 
 
