@@ -75,26 +75,27 @@ def bump(counter: Path) -> str:
 def proj(tmp_path: Path) -> tuple[Path, Path]:
     """A skip_install project whose ``py`` env reads data.txt and bumps a counter."""
     counter = tmp_path / "counter"
-    root = write(
-        tmp_path / "proj",
-        {
-            "tox.ini": f"""
-                [tox]
-                env_list = py
-                [testenv]
-                skip_install = true
-                commands =
-                    {bump(counter)}
-                    python read.py data.txt
-                """,
-            "read.py": """
-                import sys
-                print("content:", open(sys.argv[1]).read().strip())
-                """,
-            "data.txt": "one\n",
-        },
-    )
-    return root, counter
+    return write(tmp_path / "proj", proj_files(counter)), counter
+
+
+def proj_files(counter: Path) -> dict[str, str]:
+    """The files of :func:`proj`: its ``py`` env bumps ``counter`` and prints data.txt."""
+    return {
+        "tox.ini": f"""
+            [tox]
+            env_list = py
+            [testenv]
+            skip_install = true
+            commands =
+                {bump(counter)}
+                python read.py data.txt
+            """,
+        "read.py": """
+            import sys
+            print("content:", open(sys.argv[1]).read().strip())
+            """,
+        "data.txt": "one\n",
+    }
 
 
 def test_second_run_is_cached_and_replays_the_log(proj):

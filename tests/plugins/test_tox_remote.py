@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from servers import nginx_dav, redis_server
-from test_tox import count, environ, tox, write
+from test_tox import count, environ, proj_files, tox, write
 from test_tox import pytestmark as tox_marks
 
 pytestmark = tox_marks
@@ -27,21 +27,7 @@ def server(request, tmp_path):
 
 def clone(at: Path, counter: Path) -> Path:
     """A checkout: a skip_install env that bumps ``counter`` and prints ``data.txt``."""
-    return write(
-        at,
-        {
-            "tox.ini": f"""
-                [tox]
-                env_list = py
-                [testenv]
-                skip_install = true
-                commands =
-                    python -c "open(r'{counter}', 'a').write('x')"
-                    python -c "print(open('data.txt').read())"
-                """,
-            "data.txt": "one\n",
-        },
-    )
+    return write(at, proj_files(counter))
 
 
 def ci_env(url: str, **extra: str) -> dict[str, str]:
@@ -65,18 +51,18 @@ def test_a_second_ci_runner_replays_a_pull_request_uploads_nothing(server, tmp_p
     fresh_runner(at, counter)
     code, out = tox(at, "-e", "py", env=ci_env(server.url))
     assert code == 0 and "memotest: cached, replayed" in out and count(counter) == 1, out
-    assert "one" in out, out  # the log came along
+    assert "content: one" in out, out  # the log came along
     # A pull request changes data.txt: its job runs the env and uploads nothing.
     fresh_runner(at, counter)
     (at / "data.txt").write_text("two\n")
     read_only = ci_env(server.url, MEMOTEST_REMOTE_READ_ONLY="1")
     code, out = tox(at, "-e", "py", env=read_only)
-    assert code == 0 and "two" in out and count(counter) == 2, out
+    assert code == 0 and "content: two" in out and count(counter) == 2, out
     # So the next runner with that change runs it too: nothing was uploaded.
     fresh_runner(at, counter)
     (at / "data.txt").write_text("two\n")
     code, out = tox(at, "-e", "py", env=ci_env(server.url))
-    assert code == 0 and "two" in out and count(counter) == 3, out
+    assert code == 0 and "content: two" in out and count(counter) == 3, out
     # And the first state still replays on a fresh runner.
     fresh_runner(at, counter)
     code, out = tox(at, "-e", "py", env=ci_env(server.url))
