@@ -28,6 +28,7 @@ Run::
 
     python benchmarks/fleet.py                       # structlog, Redis then nginx
     python benchmarks/fleet.py --project oslo.utils --servers nginx
+    python benchmarks/fleet.py --servers redis --split tests/processors/test_processors.py=4
 
 Writes ``benchmarks/results/fleet.json``; exit status 1 when a goal is missed.
 """
@@ -51,6 +52,8 @@ import servers
 RESULTS = replay.RESULTS
 MACHINES = 4
 SHARDS = 4
+#: ``--split FILE=N``: ``--pytest-split`` options given to every build.
+SPLIT: list[str] = []
 
 
 def log(msg: str) -> None:
@@ -76,7 +79,7 @@ class Clone:
         report = self.root.parent / f"{self.root.name}-report.json"
         report.unlink(missing_ok=True)
         cmd = [str(self.venv / "bin" / "memotest"), "build", "-j2", "--json-report", str(report)]
-        cmd += [*args, "--pytest", self.project.tests]
+        cmd += [*args, *SPLIT, "--pytest", self.project.tests]
         wall, proc = replay.timed(cmd, self.root, self.env)
         data = json.loads(report.read_text()) if report.exists() else {}
         targets = data.get("targets", [])
@@ -188,7 +191,15 @@ def main() -> int:
     ap.add_argument("--project", default="structlog", choices=sorted(replay.PROJECTS))
     ap.add_argument("--servers", default="redis,nginx", help="comma-separated: redis, nginx")
     ap.add_argument("--out", type=Path, default=RESULTS / "fleet.json")
+    ap.add_argument(
+        "--split",
+        action="append",
+        default=[],
+        metavar="FILE=N",
+        help="pass --pytest-split FILE=N to every build (a big test file as N targets)",
+    )
     args = ap.parse_args()
+    SPLIT.extend(a for value in args.split for a in ("--pytest-split", value))
     project = replay.PROJECTS[args.project]
     venv = replay.venv(project)
     py = str(venv / "bin" / "python")
