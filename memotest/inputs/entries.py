@@ -176,20 +176,24 @@ def entries_changed(
     except ValueError:
         return ["?"], []
     matches = entries_matcher(recorded.get("looks", ()), recorded.get("patterns", ()))
-    before_names = set(recorded.get("present", ()))
-    before_types = recorded.get("types")
-    if before_types is None:  # a record from before the types were kept: names only
-        now_names = {n for n in names if matches(n)}
-        if now_names == before_names:
-            return None
-        return sorted(now_names - before_names), sorted(before_names - now_names)
-    if len(types) != len(names):
+    present = recorded.get("present", ())
+    types_before = recorded.get("types")
+    if types_before is None:  # a record from before the types were kept: names only
+        now: set = {n for n in names if matches(n)}
+        before: set = set(present)
+    elif len(types) != len(names):
         return ["?"], []
-    now = {(n, t) for n, t in zip(names, types, strict=True) if matches(n)}
-    before = set(zip(recorded.get("present", ()), before_types, strict=False))
+    else:
+        now = {(n, t) for n, t in zip(names, types, strict=True) if matches(n)}
+        before = set(zip(present, types_before, strict=False))
     if now == before:
         return None
-    return sorted({n for n, _t in now - before}), sorted({n for n, _t in before - now})
+    return _names(now - before), _names(before - now)
+
+
+def _names(entries: set) -> list[str]:
+    """The sorted names of a set of entries (names, or (name, type letter) pairs)."""
+    return sorted({e if isinstance(e, str) else e[0] for e in entries})
 
 
 KIND = Entries()

@@ -146,20 +146,22 @@ def collects_nothing(path: Path, config: pytest.Config) -> bool:
     and then drop it: ignoring it first keeps ``CHANGES.md`` from being an input."""
     # Again when a plugin or conftest was registered since: it may collect more.
     plugins = len(config.pluginmanager.get_plugins())
-    seen, patterns = config.stash.get(_PATTERNS, (-1, None))
+    seen, collecting = config.stash.get(_COLLECTING, (-1, None))
     if seen != plugins:
         patterns = collect_patterns(config)
-        config.stash[_PATTERNS] = (plugins, patterns)
-    if patterns is None:
+        collecting = None if patterns is None else [p for p in patterns if p != UNDOTTED]
+        config.stash[_COLLECTING] = (plugins, collecting)
+    if collecting is None:
         return False
     name = path.name
-    collecting = [p for p in patterns if p != UNDOTTED]
     return not any(fnmatch.fnmatchcase(name, p) for p in collecting) and walked_file(path)
 
 
 if int(pytest.__version__.split(".", 1)[0]) >= 7:
     _GIVEN = pytest.StashKey["tuple[Path, ...] | None"]()  # a string: Python 3.8 envs
-    _PATTERNS = pytest.StashKey["tuple[int, tuple[str, ...] | None]"]()
+    #: The plugins registered when it was taken, and the patterns of the names pytest's
+    #: own hooks collect (:func:`collect_patterns` but the undotted one).
+    _COLLECTING = pytest.StashKey["tuple[int, list[str] | None]"]()
 
     @pytest.hookimpl(tryfirst=True)  # before conftests' own, and before pytest's stats
     def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
