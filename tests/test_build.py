@@ -367,8 +367,14 @@ def test_sigint_stops_running_targets_and_exits_130(tmp_path):
         command = "sleep 37"
     """,
     )
+    # SIGINT as a terminal delivers it, even when the suite runs as a background job
+    # (which starts with SIGINT ignored, inherited by every process it starts).
     proc = subprocess.Popen(
-        [PY, "-m", "memotest", "build"], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        [PY, "-m", "memotest", "build"],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
