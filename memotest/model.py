@@ -244,6 +244,10 @@ class Kind(str, enum.Enum):
     #: what a memoized command left at a path it wrote or deleted: the state after its
     #: run, which a replay does not redo (``inputs/effect.py``)
     EFFECT = "effect"
+    #: an endpoint where a datagram found no socket bound, or a connect to a Unix path
+    #: was refused: the "path" is ``TYPE ADDRESS`` as the shim writes it; it holds while
+    #: nobody serves there (``inputs/unserved.py``)
+    UNSERVED = "unserved"
 
 
 @dataclass(frozen=True)
