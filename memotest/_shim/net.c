@@ -216,7 +216,7 @@ static void rec_talk(int fd, const struct sockaddr *sa, socklen_t len, int err, 
         else if (err == ECONNREFUSED)
             pos = put_str(rec, pos, 32, ",refused");
     } else if (sent && err == 0 && strncmp(rec, "dgram", 5) == 0 && !is_remote(sa, len) &&
-               shim_udp_bound(sa, len) == 0) {
+               shim_udp_bound(fd, sa, len) == 0) {
         /* a datagram sent to a local port where no socket was bound: dropped */
         pos = put_str(rec, pos, 32, ",unbound");
     }

@@ -227,9 +227,9 @@ void shim_rec_open(int ok, int err, int dirfd, const char *path, int flags,
  * AT_SYMLINK_NOFOLLOW answers ENOENT); 0 otherwise, also for a NULL or empty
  * path. errno is preserved. Called before a call that may create the entry. */
 int shim_absent(int dirfd, const char *path) SHIM_HIDDEN;
-/* 1: a UDP socket is bound where a datagram to sa goes; 0: none; -1: not known
+/* 1: a UDP socket got the datagram fd sent to sa; 0: none; -1: not known
  * (netstate.c) */
-int shim_udp_bound(const struct sockaddr *sa, socklen_t len) SHIM_HIDDEN;
+int shim_udp_bound(int fd, const struct sockaddr *sa, socklen_t len) SHIM_HIDDEN;
 int shim_fopen_flags(const char *mode) SHIM_HIDDEN;
 
 /* Records the common wrapper shape: real call done, `ok` computed. */

@@ -6,7 +6,7 @@ socket file nobody listens on is refused. Either observed only that nobody serve
 as a lookup that fails observes an absence: held as such, the result is reusable while
 nobody serves there, and the target re-runs when a server appears (a syslog daemon on
 UDP 514, a statsd, a server at the path). The shim writes such a ``C`` record with
-``,unbound`` (it read the kernel's UDP tables right after the send: ``_shim/netstate.c``)
+``,unbound`` (it asked the kernel right after the send: ``_shim/netstate.c``)
 or ``,refused``; a send that reached a socket, or a connect that succeeded, is a service
 use (``memotest/network.py``).
 
