@@ -327,6 +327,22 @@ def test_abstract_names_that_differ_in_a_nul_byte_are_different(tmp_path, outsid
     )
 
 
+def test_an_abstract_name_the_kernel_chose_is_the_trees(tmp_path):
+    """``bind("")`` autobinds an abstract name no one else can hold: a server there, and
+    its client, stay reusable (the NUL-byte test above is the attack on names)."""
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "t.py").write_text(
+        "import socket\n"
+        "s = socket.socket(socket.AF_UNIX)\n"
+        "s.bind('')\n"
+        "s.listen()\n"
+        "socket.socket(socket.AF_UNIX).connect(s.getsockname())\n"
+    )
+    project(root, f'[targets.t]\ncommand = ["{PY}", "t.py"]\n')
+    assert [build_statuses(root)[2]["t"] for _ in range(2)] == ["passed", "cached"]
+
+
 def _netns_works() -> bool:
     try:
         return (

@@ -241,15 +241,17 @@ static void rec_bound(int fd, const struct sockaddr *given, socklen_t given_len)
 
     if (syscall(SYS_getsockname, fd, (struct sockaddr *)&ss, &n) != 0)
         return;
-    if (ss.ss_family == AF_UNIX && given != NULL) {
-        if (fmt_addr(given, given_len, addr) != 0 || addr[5] == '?')
+    if (ss.ss_family == AF_UNIX && given != NULL && fmt_addr(given, given_len, addr) == 0) {
+        if (addr[5] == '?')
             return;
         /* bind() made the socket file: the tree created it (it may unlink it) */
         if (addr[5] == '/')
             shim_emit_path('N', addr + 5);
     } else if (ss.ss_family == AF_UNIX && n > offsetof(struct sockaddr_un, sun_path) &&
                ((struct sockaddr_un *)&ss)->sun_path[0] != '\0') {
-        return; /* a path bound earlier: its bind() was recorded */
+        /* a path bound earlier: its bind() was recorded (an unnamed bind()
+         * autobinds an abstract name, written below as getsockname reads it) */
+        return;
     } else if (fmt_addr((struct sockaddr *)&ss, n, addr) != 0) {
         return;
     } else if ((ss.ss_family == AF_INET &&
