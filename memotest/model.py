@@ -248,6 +248,10 @@ class Kind(str, enum.Enum):
     #: was refused: the "path" is ``TYPE ADDRESS`` as the shim writes it; it holds while
     #: nobody serves there (``inputs/unserved.py``)
     UNSERVED = "unserved"
+    #: a Unix path a datagram got through to from a socket no one can answer: the
+    #: "path" is ``TYPE ADDRESS``; it holds while a datagram socket is bound there
+    #: (``inputs/sink.py``)
+    SINK = "sink"
 
 
 @dataclass(frozen=True)

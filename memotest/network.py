@@ -36,7 +36,12 @@ What carries nothing in is not a service use: a connect (or datagram) to a Unix 
 is not there found only that absence (an ``absent`` input of the path:
 ``tracer/collect.py``); a connect to a Unix path refused, or a datagram to a loopback port
 where no socket was bound, found only that nobody serves there (an ``unserved`` input:
-``inputs/unserved.py``). Nor is ``uuidd`` (:data:`UNIQUE_VALUES`).
+``inputs/unserved.py``). A datagram that got through to a Unix path from a socket no
+one can answer (no name, no ``SO_PASSCRED``, no descriptors passed: journald's
+``/dev/log`` clients) carries nothing back either but an error code: a ``sink`` input
+holds that a datagram socket is there (``inputs/sink.py``), unless a Unix datagram
+socket of the tree had a name or ``SO_PASSCRED`` (it may be the sender). Nor is
+``uuidd`` a service (:data:`UNIQUE_VALUES`).
 
 Netlink sockets read and change the kernel's network state (interfaces, routes), as
 ``/proc/net`` does: like ``/proc``, that is not an input, and they are allowed.
@@ -109,6 +114,27 @@ def unserved_endpoint(rec: str) -> str | None:
     if "unbound" in flags or ("refused" in flags and raw.startswith("unix:/")):
         return f"{socktype} {raw}"
     return None
+
+
+def quiet_send(rec: str) -> str | None:
+    """``TYPE ADDRESS`` of a ``C`` record of a datagram that got through to a Unix path
+    from a socket no one can answer (``unnamed``: ``inputs/sink.py``)."""
+    head, _, raw = rec.partition(" ")
+    socktype, *flags = head.split(",")
+    if "unnamed" in flags and socktype == "dgram" and raw.startswith("unix:/"):
+        return f"{socktype} {raw}"
+    return None
+
+
+def _answerable(served: Sequence[Socket]) -> bool:
+    """Whether some Unix datagram socket of the tree had a name (bound, autobound) or an
+    option that autobinds it at a send (``passcred``): an "unnamed" send may have come
+    from it since, and a sink could answer."""
+    return any(
+        "passcred" in b.flags
+        or (b.type == "dgram" and b.ep.unix is not None and not b.ep.unix.startswith("?"))
+        for b in served
+    )
 
 
 def _same_unix(a: str, b: str) -> bool:
@@ -194,9 +220,12 @@ def network_reasons(
         return any(d.matches(ep) for d in declared)
 
     why: list[str] = []
+    answerable = _answerable(served)
     for rec in sorted(connects):
         if unix_path_not_there(rec) is not None or unserved_endpoint(rec) is not None:
             continue  # an absent input (``tracer/collect.py``), or an unserved one
+        if quiet_send(rec) is not None and not answerable:
+            continue  # a sink input (``inputs/sink.py``)
         talk = Socket.parse(rec)
         ep = talk.ep
         if allowed(ep) or str(ep) in UNIQUE_VALUES:

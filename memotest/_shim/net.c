@@ -198,11 +198,33 @@ static size_t put_type(char *out, size_t size, int fd)
     }
 }
 
+#ifndef SO_PASSPIDFD
+#define SO_PASSPIDFD 76
+#endif
+#define TALK_SENT 1   /* a send that named its destination (not a connect) */
+#define TALK_RIGHTS 2 /* it passed descriptors (SCM_RIGHTS) */
+
+/* A Unix socket nobody can send to: no name (not bound, not autobound) and
+ * no option that autobinds it at its next send (SO_PASSCRED, SO_PASSPIDFD). */
+static int unix_unnamed(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t n = sizeof ss;
+    if (syscall(SYS_getsockname, fd, (struct sockaddr *)&ss, &n) != 0 ||
+        ss.ss_family != AF_UNIX || n > offsetof(struct sockaddr_un, sun_path))
+        return 0;
+    return sock_opt(fd, SOL_SOCKET, SO_PASSCRED) == 0 &&
+           sock_opt(fd, SOL_SOCKET, SO_PASSPIDFD) <= 0;
+}
+
 /* `C` "TYPE[,OUTCOME] ADDRESS" for an endpoint socket fd talked to; `err` is
  * the call's errno (0: it succeeded; -1: not known). For a Unix path, the
  * OUTCOME says what a failure found: `absent` (ENOENT, ENOTDIR: nothing at
- * the path) or `refused` (ECONNREFUSED: nobody listens there). */
-static void rec_talk(int fd, const struct sockaddr *sa, socklen_t len, int err, int sent)
+ * the path) or `refused` (ECONNREFUSED: nobody listens there); of a datagram
+ * socket that got through, `unnamed` (no one can answer it: unix_unnamed)
+ * or `rights` (it passed descriptors). For a datagram sent to a loopback
+ * port, `unbound`: no socket got it (netstate.c). */
+static void rec_talk(int fd, const struct sockaddr *sa, socklen_t len, int err, int how)
 {
     char rec[ADDR_MAX + 32];
     size_t pos;
@@ -210,19 +232,52 @@ static void rec_talk(int fd, const struct sockaddr *sa, socklen_t len, int err, 
     if (fmt_addr(sa, len, rec + 32) != 0)
         return;
     pos = put_type(rec, 24, fd);
-    if (strncmp(rec + 32, "unix:/", 6) == 0) {
-        if (err == ENOENT || err == ENOTDIR)
+    if (strncmp(rec + 32, "unix:", 5) == 0) {
+        int path = rec[32 + 5] == '/';
+        if (path && (err == ENOENT || err == ENOTDIR))
             pos = put_str(rec, pos, 32, ",absent");
-        else if (err == ECONNREFUSED)
+        else if (path && err == ECONNREFUSED)
             pos = put_str(rec, pos, 32, ",refused");
-    } else if (sent && err == 0 && strncmp(rec, "dgram", 5) == 0 && !is_remote(sa, len) &&
-               shim_udp_bound(fd, sa, len) == 0) {
+        else if (how & TALK_RIGHTS)
+            pos = put_str(rec, pos, 32, ",rights");
+        else if (path && err == 0 && strncmp(rec, "dgram", 5) == 0 && unix_unnamed(fd))
+            pos = put_str(rec, pos, 32, ",unnamed");
+    } else if ((how & TALK_SENT) && err == 0 && strncmp(rec, "dgram", 5) == 0 &&
+               !is_remote(sa, len) && shim_udp_bound(fd, sa, len) == 0) {
         /* a datagram sent to a local port where no socket was bound: dropped */
         pos = put_str(rec, pos, 32, ",unbound");
     }
     rec[pos++] = ' ';
     memmove(rec + pos, rec + 32, strlen(rec + 32) + 1);
     shim_emit_path('C', rec);
+}
+
+static int passes_rights(const struct msghdr *m)
+{
+    struct cmsghdr *c;
+    if (m == NULL || m->msg_control == NULL || m->msg_controllen < sizeof(struct cmsghdr))
+        return 0;
+    for (c = CMSG_FIRSTHDR(m); c != NULL; c = CMSG_NXTHDR((struct msghdr *)m, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+            return 1;
+    return 0;
+}
+
+/* One message of sendmsg/sendmmsg: its destination, or, for descriptors
+ * passed on a connected Unix socket, its peer (the one that gets them). */
+static void rec_message(int fd, const struct msghdr *m, int err)
+{
+    int rights;
+    struct sockaddr_storage ss;
+    socklen_t n = sizeof ss;
+
+    if (m == NULL)
+        return;
+    rights = passes_rights(m) ? TALK_RIGHTS : 0;
+    if (m->msg_name != NULL && m->msg_namelen > 0)
+        rec_talk(fd, m->msg_name, m->msg_namelen, err, TALK_SENT | rights);
+    else if (rights && syscall(SYS_getpeername, fd, (struct sockaddr *)&ss, &n) == 0)
+        rec_talk(fd, (struct sockaddr *)&ss, n, err, rights);
 }
 
 /* `B` "TYPE[,FLAG...] ADDRESS" for the endpoint socket fd serves, with what
@@ -281,6 +336,30 @@ static int shares_port(int level, int name)
 {
     return (level == SOL_SOCKET && (name == SO_REUSEPORT || name == SO_REUSEADDR)) ||
            (level == IPPROTO_IPV6 && name == IPV6_V6ONLY);
+}
+
+/* After setsockopt: SO_PASSCRED or SO_PASSPIDFD turned on for a Unix socket
+ * autobinds it at its next send, which a peer can then answer: a `B`
+ * "TYPE,passcred unix:?" (memotest/network.py then trusts no unnamed send). */
+static void rec_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+    struct sockaddr_storage ss;
+    socklen_t n = sizeof ss;
+    char rec[32];
+    size_t pos;
+
+    if (shares_port(level, name)) {
+        rec_bound(fd, NULL, 0);
+        return;
+    }
+    if (level != SOL_SOCKET || (name != SO_PASSCRED && name != SO_PASSPIDFD) || val == NULL ||
+        len < (socklen_t)sizeof(int) || *(const int *)val == 0 ||
+        syscall(SYS_getsockname, fd, (struct sockaddr *)&ss, &n) != 0 ||
+        ss.ss_family != AF_UNIX)
+        return;
+    pos = put_type(rec, 16, fd);
+    put_str(rec, pos, sizeof rec, ",passcred unix:?");
+    shim_emit_path('B', rec);
 }
 
 static void rec_socket(int domain, int type, int protocol)
@@ -351,8 +430,7 @@ ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
     ssize_t r = REAL(sendmsg)(fd, msg, flags);
     int e = r >= 0 ? 0 : errno;
     SHIM_LAUNDER(msg);
-    if (msg != NULL && msg->msg_name != NULL && msg->msg_namelen > 0)
-        NET_RECORD(rec_talk(fd, msg->msg_name, msg->msg_namelen, e, 1));
+    NET_RECORD(rec_message(fd, msg, e));
     return r;
 }
 
@@ -363,11 +441,8 @@ int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
     SHIM_LAUNDER(vec);
     if (vec != NULL && shim_on()) {
         int e = errno;
-        for (i = 0; i < vlen; i++) /* each message sent, or the one that failed */
-            if (vec[i].msg_hdr.msg_name != NULL && vec[i].msg_hdr.msg_namelen > 0 &&
-                (r < 0 || i <= (unsigned int)r))
-                rec_talk(fd, vec[i].msg_hdr.msg_name, vec[i].msg_hdr.msg_namelen,
-                         r >= 0 && i < (unsigned int)r ? 0 : -1, 1);
+        for (i = 0; i < vlen; i++) /* each message sent (0), or not (-1) */
+            rec_message(fd, &vec[i].msg_hdr, r >= 0 && i < (unsigned int)r ? 0 : -1);
         errno = e;
     }
     return r;
@@ -394,8 +469,8 @@ int listen(int fd, int backlog)
 int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
     int r = REAL(setsockopt)(fd, level, name, val, len);
-    if (r == 0 && shares_port(level, name))
-        NET_RECORD(rec_bound(fd, NULL, 0));
+    if (r == 0)
+        NET_RECORD(rec_setsockopt(fd, level, name, val, len));
     return r;
 }
 
@@ -524,23 +599,20 @@ static void rec_syscall(long nr, long r, const long *a)
         if (a[4] != 0 && a[5] > 0)
             rec_talk((int)a[0], (const struct sockaddr *)a[4], (socklen_t)a[5], e, 1);
         break;
-    case SYS_sendmsg: {
-        const struct msghdr *m = (const struct msghdr *)a[1];
-        if (m != NULL && m->msg_name != NULL && m->msg_namelen > 0)
-            rec_talk((int)a[0], m->msg_name, m->msg_namelen, e, 1);
+    case SYS_sendmsg:
+        rec_message((int)a[0], (const struct msghdr *)a[1], e);
         break;
-    }
     case SYS_sendmmsg: {
         const struct mmsghdr *v = (const struct mmsghdr *)a[1];
         unsigned int i;
         for (i = 0; v != NULL && i < (unsigned int)a[2]; i++)
-            if (v[i].msg_hdr.msg_name != NULL && v[i].msg_hdr.msg_namelen > 0)
-                rec_talk((int)a[0], v[i].msg_hdr.msg_name, v[i].msg_hdr.msg_namelen, -1, 1);
+            rec_message((int)a[0], &v[i].msg_hdr, -1);
         break;
     }
     case SYS_setsockopt:
-        if (r == 0 && shares_port((int)a[1], (int)a[2]))
-            rec_bound((int)a[0], NULL, 0);
+        if (r == 0)
+            rec_setsockopt((int)a[0], (int)a[1], (int)a[2], (const void *)a[3],
+                           (socklen_t)a[4]);
         break;
     case SYS_bind:
         if (r == 0)
