@@ -50,7 +50,7 @@ Netlink sockets read and change the kernel's network state (interfaces, routes),
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from memotest.services import Endpoint, parse_endpoint, parse_service
@@ -203,6 +203,21 @@ def served_by_tree(talk: Socket, served: Sequence[Socket]) -> str | bool:
     if ep.ip is None:
         return False
     return _inet_served(talk, served)
+
+
+def held_outside(
+    connects: Iterable[str], listens: Iterable[str], which: Callable[[str], str | None]
+) -> list[str]:
+    """The endpoints ``which`` takes from ``connects`` (``unserved_endpoint``,
+    ``quiet_send``), but those a process of the tree served: a client that tried before
+    the tree's own server was up is the tree's business, whatever is there after."""
+    served = [Socket.parse(rec) for rec in listens]
+    out = []
+    for rec in connects:
+        endpoint = which(rec)
+        if endpoint is not None and served_by_tree(Socket.parse(rec), served) is not True:
+            out.append(endpoint)
+    return out
 
 
 def network_reasons(

@@ -191,3 +191,31 @@ def test_a_server_at_a_path_named_like_uuidds_is_a_service(tmp_path):
         assert statuses(root, 2) == ["passed", "passed"]
     finally:
         srv.close()
+
+
+OWN = """
+import os, socket
+s = socket.socket(socket.AF_UNIX)
+s.bind("own.sock")
+c = socket.socket(socket.AF_UNIX)
+try:
+    c.connect("own.sock")  # bound, not listening yet: refused
+except ConnectionRefusedError:
+    pass
+s.listen()
+c = socket.socket(socket.AF_UNIX)
+c.connect("own.sock")
+d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+d.bind("own.dgram")
+q = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+q.sendto(b"x", "own.dgram")  # unnamed, to the tree's own datagram socket
+for name in ("own.sock", "own.dgram"):
+    os.unlink(name)
+"""
+
+
+def test_a_client_of_the_trees_own_unix_servers_is_reused(tmp_path):
+    """Refused, or sent quietly, before or to the tree's own server: what is at the path
+    after the run (nothing) is the tree's business, not an input."""
+    root = one_target(tmp_path / "p", OWN)
+    assert statuses(root, 2) == ["passed", "cached"]

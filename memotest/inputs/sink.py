@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from memotest.fingerprint import NO_DIGEST, FileStates, Fingerprint, Refresh
 from memotest.inputs.base import InputKind
 from memotest.model import Input, Kind, Trace
-from memotest.network import quiet_send
+from memotest.network import held_outside, quiet_send
 
 
 def sink_there(endpoint: str) -> bool:
@@ -47,10 +47,7 @@ class Sink(InputKind):
     kind = Kind.SINK
 
     def observed(self, trace: Trace) -> Iterable[str]:
-        for rec in trace.connects:
-            endpoint = quiet_send(rec)
-            if endpoint is not None:
-                yield endpoint
+        return held_outside(trace.connects, trace.listens, quiet_send)
 
     def after_run(
         self, path: str, states: FileStates, trace: Trace

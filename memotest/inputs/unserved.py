@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from memotest.fingerprint import NO_DIGEST, FileStates, Fingerprint, Refresh
 from memotest.inputs.base import InputKind
 from memotest.model import Input, Kind, Trace
-from memotest.network import unserved_endpoint
+from memotest.network import held_outside, unserved_endpoint
 from memotest.services import parse_endpoint
 
 _TYPES = {
@@ -106,10 +106,7 @@ class Unserved(InputKind):
     kind = Kind.UNSERVED
 
     def observed(self, trace: Trace) -> Iterable[str]:
-        for rec in trace.connects:
-            endpoint = unserved_endpoint(rec)
-            if endpoint is not None:
-                yield endpoint
+        return held_outside(trace.connects, trace.listens, unserved_endpoint)
 
     def after_run(
         self, path: str, states: FileStates, trace: Trace
