@@ -60,7 +60,7 @@ inputs, ``memotest/inputs/entries.py``), and the ``pyproject.toml`` it holds by 
 
 And the classes of issue 16, as small extra targets in ``redteam/`` of the scratch project
 (``benchmarks/soundness_redteam.py``, whose docstring says what each does): ``service``,
-``service-declared``, ``network-no-connect``, ``settings-shape``,
+``service-declared``, ``network-no-connect``, ``network-sink``, ``settings-shape``,
 ``settings-shape-other``, ``metadata``, ``metadata-mtime``, ``metadata-other``,
 ``umask``, ``rlimit``, ``append-read``, ``glibc-files``, ``proc-dev``, ``new-writer``,
 ``new-writer-same``, ``code-lineno``, ``code-lineno-other``, ``declared-glob``,

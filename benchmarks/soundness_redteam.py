@@ -18,7 +18,11 @@ Kinds (``+``: must re-run, ``=``: must stay cached):
 - ``service-declared`` =: the same clients with both endpoints in ``settings.services``,
   rebuilt with the data unchanged;
 - ``network-no-connect`` +: ``sendto`` on an unconnected UDP socket, ``sendmsg`` to a
-  loopback receiver, ``sendto`` on a Unix datagram socket: never replayed;
+  loopback receiver, ``sendto`` to a Unix datagram receiver from a socket it can answer
+  (bound to a name): never replayed;
+- ``network-sink`` +: ``sendto`` to the Unix datagram receiver from an unnamed socket,
+  which nothing can answer (``inputs/sink.py``): reused while the receiver is there; the
+  receiver closed and its socket file removed;
 - ``settings-shape`` +: a target that reads a file hidden by an ``ignore`` pattern; the
   pattern removed, or changed to another;
 - ``settings-shape-other`` =: an ``ignore`` pattern added that matches nothing it read;
@@ -82,6 +86,7 @@ KINDS = (
     "service",
     "service-declared",
     "network-no-connect",
+    "network-sink",
     "settings-shape",
     "settings-shape-other",
     "metadata",
@@ -158,6 +163,16 @@ class Servers:
 
     def set(self, value: str) -> None:
         self.tcp.value = self.unix.value = value  # type: ignore[attr-defined]
+
+    def drop_dgram(self) -> None:
+        """The Unix datagram receiver goes: closed, its socket file removed."""
+        self.udgram.close()
+        os.unlink(self.dgram_path)
+
+    def restore_dgram(self) -> None:
+        self.udgram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.udgram.bind(self.dgram_path)
+        threading.Thread(target=_drain, args=(self.udgram,), daemon=True).start()
 
     def close(self) -> None:
         for srv in (self.tcp, self.unix):
@@ -373,8 +388,16 @@ def services(rt: RedTeam, srv: Servers, want: Callable[[str], bool]) -> None:
         f"s.sendto(b'x', ('127.0.0.1', {srv.udp_port}))\n",
         "udp-sendmsg": "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
         f"s.sendmsg([b'x'], [], 0, ('127.0.0.1', {srv.udp_port}))\n",
-        "unix-dgram-sendto": "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+        "unix-dgram-named-sendto": "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+        "s.bind('\\0memotest-redteam-%d' % __import__('os').getpid())\n"
         f"s.sendto(b'x', {srv.dgram_path!r})\n",
+    }
+    quiet = {
+        "unix-dgram-sendto": "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+        "try:\n"
+        f"    s.sendto(b'x', {srv.dgram_path!r})\n"
+        "except OSError as e:\n"
+        "    print('no receiver:', e)\n",
     }
     main = Proj(rt.base / "net")
     declared = Proj(rt.base / "declared")
@@ -388,11 +411,11 @@ def services(rt: RedTeam, srv: Servers, want: Callable[[str], bool]) -> None:
         for name, args in clients.items():
             lines += toml(name, [rt.py, "client.py", *args])
         if proj is main:
-            for name, code in sends.items():
+            for name, code in {**sends, **quiet}.items():
                 lines += toml(name, py_c(rt.py, "import socket\n" + code))
         (proj.root / "memotest.toml").write_text("\n".join(lines))
     never = set(clients) | set(sends)
-    if want("service") or want("network-no-connect"):
+    if want("service") or want("network-no-connect") or want("network-sink"):
         rt.baseline(main, never)
     if want("service"):
         for name in clients:
@@ -407,6 +430,16 @@ def services(rt: RedTeam, srv: Servers, want: Callable[[str], bool]) -> None:
     if want("network-no-connect"):
         for name in sends:
             rt.case("network-no-connect", main, name, nothing, nothing, "rebuilt: never reused")
+    if want("network-sink"):
+        for name in quiet:
+            rt.case(
+                "network-sink",
+                main,
+                name,
+                srv.drop_dgram,
+                srv.restore_dgram,
+                "the datagram receiver it sent to closed, its socket file removed",
+            )
     if want("service-declared"):
         rt.baseline(declared)
         for name in clients:

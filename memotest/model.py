@@ -244,6 +244,14 @@ class Kind(str, enum.Enum):
     #: what a memoized command left at a path it wrote or deleted: the state after its
     #: run, which a replay does not redo (``inputs/effect.py``)
     EFFECT = "effect"
+    #: an endpoint where a datagram found no socket bound, or a connect to a Unix path
+    #: was refused: the "path" is ``TYPE ADDRESS`` as the shim writes it; it holds while
+    #: nobody serves there (``inputs/unserved.py``)
+    UNSERVED = "unserved"
+    #: a Unix path a datagram got through to from a socket no one can answer: the
+    #: "path" is ``TYPE ADDRESS``; it holds while a datagram socket is bound there
+    #: (``inputs/sink.py``)
+    SINK = "sink"
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from memotest.fingerprint import FileStates
 from memotest.inputs.registry import KINDS
 from memotest.model import Kind, Trace
-from memotest.services import network_reasons
+from memotest.network import network_reasons
 from memotest.store import STORE_DIR
 
 if TYPE_CHECKING:

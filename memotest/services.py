@@ -1,39 +1,32 @@
-"""The network a target used, and which of it the result may depend on.
+"""The ``services`` setting: outside servers the user vouches for, and the endpoints the
+shim writes.
 
 A socket's answers come from whoever is at the other end. A server the target's own tree
 started is part of the run; any other (a developer's Postgres on ``127.0.0.1:5432``,
 ``/var/run/docker.sock``, a host on the network) holds data that can change between two
-builds without any file memotest fingerprints changing. So a result is not reusable when
-the tree talked to an endpoint that no process of the tree served, received from another
-machine, or used a socket that reaches the network below addresses, unless the user named
-the endpoint in the ``services`` setting and so vouched that its data never changes the
-result.
+builds without any file memotest fingerprints changing (``memotest/network.py`` decides
+which the tree served). An endpoint the user names in ``services`` is vouched for: its
+data never changes the result.
 
-What the shim records (``memotest/_shim/net.c``, ``PROTOCOL.md``): ``C`` an endpoint talked
-to (``connect``, the destination of ``sendto``/``sendmsg``), ``B`` ``"TYPE ADDRESS"`` an
-endpoint served (``bind``, ``listen``, with the real port of a port 0), ``A`` a peer outside
-the machine that reached the tree (``accept``, ``recvfrom``), ``X`` a raw, packet, netlink
-or other-family socket. Endpoints are written as the shim does: ``inet:1.2.3.4:80``,
-``inet6:[::1]:80``, ``unix:/path``, ``unix:@abstract``; users write them (and read them in
-reasons) without the ``inet:`` prefixes: ``127.0.0.1:6379``, ``[::1]:80``,
-``localhost:*``, ``unix:/var/run/docker.sock``.
-
-Netlink sockets read and change the kernel's network state (interfaces, routes), as
-``/proc/net`` does: like ``/proc``, that is not an input, and they are allowed.
+Endpoints are written as the shim does (``memotest/_shim/net.c``, ``PROTOCOL.md``):
+``inet:1.2.3.4:80``, ``inet6:[::1]:80``, ``unix:/path``, ``unix:@abstract`` (a NUL byte
+of the name as ``\\0``, a backslash as ``\\\\``), ``unix:?name`` (a path the shim
+could not make absolute); users write them (and read them in reasons) without the
+``inet:`` prefixes: ``127.0.0.1:6379``, ``[::1]:80``, ``localhost:*``,
+``unix:/var/run/docker.sock``.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import ipaddress
-import os
+import re
 import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
 IP = ipaddress.IPv4Address | ipaddress.IPv6Address
-_DECLARE = "declare it in settings.services if its data never changes the result"
 
 
 @dataclass(frozen=True)
@@ -111,6 +104,12 @@ class Service:
         return ep.ip in _addresses(self.host)
 
 
+_HOST_FORM = (
+    '"127.0.0.1:6379", "[::1]:5432", "localhost:*", "db.example.com:5432", or "unix:/path/to.sock"'
+)
+_LABEL = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}(?<!-)\Z")
+
+
 def parse_service(entry: str) -> Service:
     """A ``services`` entry, or ValueError saying what is wrong with it."""
     if entry.startswith("unix:"):
@@ -121,17 +120,46 @@ def parse_service(entry: str) -> Service:
             )
         return Service(entry, unix=name)
     host, sep, port = entry.rpartition(":")
-    if not sep or not host or not (port == "*" or (port.isdigit() and int(port) < 65536)):
+    if not sep or not host:
+        raise ValueError(f"services entry {entry!r}: write HOST:PORT, like {_HOST_FORM}")
+    if not (port == "*" or (port.isascii() and port.isdigit() and 0 < int(port) < 65536)):
         raise ValueError(
-            f"services entry {entry!r}: write HOST:PORT (PORT a number or *), like "
-            '"127.0.0.1:6379", "[::1]:5432", "localhost:*", or "unix:/path/to.sock"'
+            f"services entry {entry!r}: the port {port!r} is not a number from 1 to 65535 "
+            f"nor *; write HOST:PORT, like {_HOST_FORM}"
         )
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    return Service(entry, host=_service_host(entry, host), port=None if port == "*" else int(port))
+
+
+def _service_host(entry: str, host: str) -> str | None:
+    """The host of an entry: None for ``*``, ``localhost``, an IP address, or a host name;
+    ValueError for anything else (an IPv6 address without brackets, a bracket left open,
+    a dotted number that is no IPv4 address)."""
+    if host == "*":
+        return None
+    if host.startswith("[") or host.endswith("]") or ":" in host:
+        inner = host[1:-1] if host.startswith("[") and host.endswith("]") else None
+        try:
+            if inner is None or "[" in inner or "]" in inner:
+                raise ValueError
+            return str(ipaddress.IPv6Address(inner.split("%")[0]))
+        except ValueError:
+            raise ValueError(
+                f"services entry {entry!r}: {host!r} is not an IPv6 address in brackets "
+                '(write "[::1]:PORT")'
+            ) from None
     if host.lower() == "localhost":
-        host = "localhost"
-    return Service(
-        entry, host=None if host == "*" else host, port=None if port == "*" else int(port)
-    )
+        return "localhost"
+    labels = host.rstrip(".").split(".")
+    if all(label.isdigit() for label in labels):
+        try:
+            return str(ipaddress.IPv4Address(host))
+        except ValueError:
+            raise ValueError(f"services entry {entry!r}: {host!r} is not an IPv4 address") from None
+    if not all(_LABEL.match(label) for label in labels) or len(host) > 253:
+        raise ValueError(
+            f"services entry {entry!r}: {host!r} is neither an IP address nor a host name"
+        )
+    return host
 
 
 def check_services(entries: Iterable[str]) -> str | None:
@@ -148,9 +176,13 @@ def check_services(entries: Iterable[str]) -> str | None:
 def _addresses(host: str) -> frozenset[IP]:
     """The addresses a declared host stands for (a literal, or a name resolved once)."""
     try:
-        return frozenset({ipaddress.ip_address(host)})
+        literal = ipaddress.ip_address(host)
     except ValueError:
         pass
+    else:
+        if isinstance(literal, ipaddress.IPv6Address) and literal.ipv4_mapped:
+            literal = literal.ipv4_mapped
+        return frozenset({literal})
     try:
         infos = socket.getaddrinfo(host, None)
     except OSError:
@@ -162,93 +194,3 @@ def _addresses(host: str) -> frozenset[IP]:
             ip = ip.ipv4_mapped
         out.add(ip)
     return frozenset(out)
-
-
-def _same_unix(a: str, b: str) -> bool:
-    if a == b:
-        return True
-    if a.startswith("@") or b.startswith("@"):
-        return False
-    return os.path.realpath(a) == os.path.realpath(b)
-
-
-def served_by_tree(ep: Endpoint, served: Sequence[Endpoint]) -> bool:
-    """Whether a process of the tree bound ``ep``: the same Unix name, or the same port on
-    the same address, a wildcard bind (``0.0.0.0``, ``::``) serving every local address.
-    At any time of the run: a client that tried before its server was up is the tree's."""
-    for s in served:
-        if ep.unix is not None or s.unix is not None:
-            if ep.unix is not None and s.unix is not None and _same_unix(ep.unix, s.unix):
-                return True
-            continue
-        if ep.ip is None or s.ip is None or s.port != ep.port:
-            continue
-        if s.ip == ep.ip:
-            return True
-        # A connect to 0.0.0.0 or :: reaches this machine; a wildcard bind serves every
-        # local address (``::`` also IPv4, dual-stack).
-        if ep.local and (s.ip.is_unspecified or ep.ip.is_unspecified):
-            if s.ip.is_unspecified and (s.ip.version == 6 or ep.ip.version == 4):
-                return True
-            if ep.ip.is_unspecified and s.ip.is_loopback:
-                return True
-    return False
-
-
-def network_reasons(
-    connects: Iterable[str],
-    listens: Iterable[str],
-    accepted: Iterable[str],
-    sockets: Iterable[str],
-    services: Sequence[str] = (),
-) -> list[str]:
-    """Why the network a trace used makes its result not reusable (empty: it does not)."""
-    declared = [parse_service(s) for s in services]
-    served: list[Endpoint] = []
-    dgram: list[Endpoint] = []
-    for rec in listens:
-        socktype, _, raw = rec.partition(" ")
-        ep = parse_endpoint(raw)
-        served.append(ep)
-        if socktype == "dgram" and ep.ip is not None and not ep.ip.is_loopback:
-            dgram.append(ep)
-
-    def allowed(ep: Endpoint) -> bool:
-        return any(d.matches(ep) for d in declared)
-
-    why: list[str] = []
-    for raw in sorted(connects):
-        ep = parse_endpoint(raw)
-        if served_by_tree(ep, served) or allowed(ep):
-            continue
-        if ep.name is not None:
-            why.append(
-                f"looked up {ep} through the resolver (DNS), whose answer can change; "
-                f"declare it in settings.services (as {ep}:*) if its answer never changes "
-                "the result"
-            )
-        elif ep.local:
-            why.append(f"connected to {ep}, which no process of the target listens on; {_DECLARE}")
-        else:
-            why.append(f"connected to a non-loopback address: {ep} ({_DECLARE})")
-    for ep in dgram:
-        if not allowed(ep):
-            why.append(
-                f"bound a datagram socket to {ep}, where other machines can send it data "
-                f"unseen; {_DECLARE}"
-            )
-    for raw in sorted(accepted):
-        ep = parse_endpoint(raw)
-        if not allowed(ep):
-            why.append(f"received from {ep}, another machine; {_DECLARE}")
-    for raw in sorted(sockets):
-        if not raw.startswith("netlink:"):
-            socktype, _, detail = raw.partition(":")
-            family, _, proto = detail.partition(":")
-            why.append(
-                f"opened a {socktype} socket (family {family}, protocol {proto}), which reaches "
-                "the network below addresses"
-                if socktype in ("raw", "packet")
-                else f"opened a socket of address family {family}, which memotest cannot follow"
-            )
-    return why

@@ -275,6 +275,24 @@ def test_a_bad_services_entry_is_a_config_error(tmp_path):
     assert "memotest.toml:2" in out and "HOST:PORT" in out and "Traceback" not in out
 
 
+@pytest.mark.parametrize(
+    "entry",
+    ["[::1", "[::1]:80:1", "256.1.1.1:80", "::1:80", "127.0.0.1:0", "[not-v6]:80", "a b:80"],
+)
+def test_a_services_entry_that_would_match_nothing_is_a_config_error(tmp_path, entry):
+    root = project(
+        tmp_path / "p",
+        f"""
+        [targets.t]
+        command = ["{PY}", "-c", "pass"]
+        """,
+        f"services = [{entry!r}]".replace("'", '"'),
+    )
+    code, out, _ = build_statuses(root)
+    assert code == 2, out
+    assert "memotest.toml:2" in out and entry in out and "Traceback" not in out
+
+
 def _hosts_name_of_another_address() -> str | None:
     """A name /etc/hosts maps to a non-loopback address (no DNS query leaves the machine)."""
     try:

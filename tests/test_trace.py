@@ -234,7 +234,7 @@ def test_connect_to_loopback(cprog):
         t = trace(exe, str(port))
     finally:
         server.close()
-    assert f"inet:127.0.0.1:{port}" in t["connects"]
+    assert f"stream inet:127.0.0.1:{port}" in t["connects"]
 
 
 def test_output_and_exit_code_identical_with_and_without_the_shim(tmp_path, cprog):

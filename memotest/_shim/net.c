@@ -6,11 +6,15 @@
  * talking to an endpoint that no process of the tree serves makes the result
  * not reusable, unless the user declared it in `services`.
  *
- *   C  an endpoint the tree talks to: connect(), and the destination of
- *      sendto/sendmsg/sendmmsg (a datagram needs no connect).
- *   B  "TYPE ADDRESS": an endpoint the tree serves: bind() that succeeded
- *      (inet addresses read back with getsockname, so port 0 is the port the
- *      kernel chose) and listen() (which may bind an ephemeral port itself).
+ *   C  "TYPE[,OUTCOME] ADDRESS": an endpoint the tree talks to: connect(),
+ *      and the destination of sendto/sendmsg/sendmmsg (a datagram needs no
+ *      connect), with the socket's type; for a Unix path, what a failure
+ *      found: `absent` (ENOENT, ENOTDIR) or `refused` (ECONNREFUSED).
+ *   B  "TYPE[,FLAG...] ADDRESS": an endpoint the tree serves: bind() that
+ *      succeeded (inet addresses read back with getsockname, so port 0 is the
+ *      port the kernel chose), listen() (which may bind an ephemeral port
+ *      itself), and setsockopt() of the options that decide who else shares
+ *      the port; FLAGs `listen`, `reuseport`, `reuseaddr`, `v6only`.
  *      A Unix socket bound to a path is also an `N` of the path: bind made it.
  *   A  a peer outside this machine that reached the tree: accept/accept4 (the
  *      peer, from getpeername), recvfrom/recvmsg/recvmmsg (the source).
@@ -18,7 +22,7 @@
  *   X  a socket that reaches the network below addresses: packet and raw
  *      sockets, and every family other than unix, inet, inet6 and netlink
  *      (netlink: "netlink:PROTOCOL", kernel state, recorded for the trace).
- *   C  also `dns:NAME`: a name getaddrinfo() looked up through the resolver.
+ *   C  also `lookup dns:NAME`: a name getaddrinfo() looked up through the resolver.
  *   I  io_uring_setup through syscall(): the ring's operations (connect,
  *      send, open, read...) never pass through glibc.
  *
@@ -33,7 +37,7 @@
 #include <netinet/in.h>
 #include <sys/un.h>
 
-#define ADDR_MAX (SHIM_PATHBUF + 16)
+#define ADDR_MAX (SHIM_PATHBUF + 2 * 108 + 16)
 
 static size_t put_str(char *out, size_t pos, size_t size, const char *s)
 {
@@ -101,10 +105,19 @@ static int fmt_addr(const struct sockaddr *sa, socklen_t len, char *out)
             return -1; /* unnamed */
         pos = put_str(out, 0, ADDR_MAX, "unix:");
         if (un->sun_path[0] == '\0') {
-            /* abstract: the name is n-1 bytes after the NUL, NULs allowed */
+            /* abstract: the name is n-1 bytes after the NUL, NULs allowed:
+             * written `\0`, and a backslash `\\`, so that two names never
+             * read the same (ADDR_MAX holds twice sun_path) */
             out[pos++] = '@';
-            for (i = 1; i < n; i++)
-                out[pos++] = un->sun_path[i] ? un->sun_path[i] : '@';
+            for (i = 1; i < n; i++) {
+                char ch = un->sun_path[i];
+                if (ch == '\0' || ch == '\\') {
+                    out[pos++] = '\\';
+                    out[pos++] = ch ? '\\' : '0';
+                } else {
+                    out[pos++] = ch;
+                }
+            }
             out[pos] = '\0';
         } else {
             char path[sizeof un->sun_path + 1], abs[SHIM_PATHBUF];
@@ -112,8 +125,8 @@ static int fmt_addr(const struct sockaddr *sa, socklen_t len, char *out)
             path[n] = '\0';
             if (shim_abspath(AT_FDCWD, path, abs) == 0)
                 put_str(out, pos, ADDR_MAX, abs);
-            else
-                put_str(out, pos, ADDR_MAX, path);
+            else /* `?` and the name as given: never one the tree served */
+                put_str(out, put_str(out, pos, ADDR_MAX, "?"), ADDR_MAX, path);
         }
         return 0;
     }
@@ -157,57 +170,195 @@ static void rec_peer(const struct sockaddr *sa, socklen_t len)
         rec_addr('A', sa, len);
 }
 
-static int sock_type(int fd)
+static int sock_opt(int fd, int level, int name)
 {
-    int type = 0;
-    socklen_t n = sizeof type;
-    if (syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, &type, &n) != 0)
+    int v = 0;
+    socklen_t n = sizeof v;
+    if (syscall(SYS_getsockopt, fd, level, name, &v, &n) != 0)
         return -1;
-    return type;
+    return v;
 }
 
-/* `B` for the endpoint socket fd serves. `given` is the address bind() was
- * passed (NULL after listen): a Unix path is taken from it, resolved against
- * the cwd of the call; an inet address is read back, with its real port. */
+/* The socket's type as a word: `stream`, `dgram`, `seqpacket`, or the number
+ * (`unknown` when fd is not a socket). */
+static size_t put_type(char *out, size_t size, int fd)
+{
+    int type = sock_opt(fd, SOL_SOCKET, SO_TYPE);
+    switch (type) {
+    case SOCK_STREAM:
+        return put_str(out, 0, size, "stream");
+    case SOCK_DGRAM:
+        return put_str(out, 0, size, "dgram");
+    case SOCK_SEQPACKET:
+        return put_str(out, 0, size, "seqpacket");
+    case -1:
+        return put_str(out, 0, size, "unknown");
+    default:
+        return put_num(out, 0, size, (unsigned long)type);
+    }
+}
+
+#ifndef SO_PASSPIDFD
+#define SO_PASSPIDFD 76
+#endif
+#define TALK_SENT 1   /* a send that named its destination (not a connect) */
+#define TALK_RIGHTS 2 /* it passed descriptors (SCM_RIGHTS) */
+
+/* A Unix socket nobody can send to: no name (not bound, not autobound) and
+ * no option that autobinds it at its next send (SO_PASSCRED, SO_PASSPIDFD). */
+static int unix_unnamed(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t n = sizeof ss;
+    if (syscall(SYS_getsockname, fd, (struct sockaddr *)&ss, &n) != 0 ||
+        ss.ss_family != AF_UNIX || n > offsetof(struct sockaddr_un, sun_path))
+        return 0;
+    return sock_opt(fd, SOL_SOCKET, SO_PASSCRED) == 0 &&
+           sock_opt(fd, SOL_SOCKET, SO_PASSPIDFD) <= 0;
+}
+
+/* `C` "TYPE[,OUTCOME] ADDRESS" for an endpoint socket fd talked to; `err` is
+ * the call's errno (0: it succeeded; -1: not known). For a Unix path, the
+ * OUTCOME says what a failure found: `absent` (ENOENT, ENOTDIR: nothing at
+ * the path) or `refused` (ECONNREFUSED: nobody listens there); of a datagram
+ * socket that got through, `unnamed` (no one can answer it: unix_unnamed)
+ * or `rights` (it passed descriptors). For a datagram sent to a loopback
+ * port, `unbound`: no socket got it (netstate.c). */
+static void rec_talk(int fd, const struct sockaddr *sa, socklen_t len, int err, int how)
+{
+    char rec[ADDR_MAX + 32];
+    size_t pos;
+
+    if (fmt_addr(sa, len, rec + 32) != 0)
+        return;
+    pos = put_type(rec, 24, fd);
+    if (strncmp(rec + 32, "unix:", 5) == 0) {
+        int path = rec[32 + 5] == '/';
+        if (path && (err == ENOENT || err == ENOTDIR))
+            pos = put_str(rec, pos, 32, ",absent");
+        else if (path && err == ECONNREFUSED)
+            pos = put_str(rec, pos, 32, ",refused");
+        else if (how & TALK_RIGHTS)
+            pos = put_str(rec, pos, 32, ",rights");
+        else if (path && err == 0 && strncmp(rec, "dgram", 5) == 0 && unix_unnamed(fd))
+            pos = put_str(rec, pos, 32, ",unnamed");
+    } else if ((how & TALK_SENT) && err == 0 && strncmp(rec, "dgram", 5) == 0 &&
+               !is_remote(sa, len) && shim_udp_bound(fd, sa, len) == 0) {
+        /* a datagram sent to a local port where no socket was bound: dropped */
+        pos = put_str(rec, pos, 32, ",unbound");
+    }
+    rec[pos++] = ' ';
+    memmove(rec + pos, rec + 32, strlen(rec + 32) + 1);
+    shim_emit_path('C', rec);
+}
+
+static int passes_rights(const struct msghdr *m)
+{
+    struct cmsghdr *c;
+    if (m == NULL || m->msg_control == NULL || m->msg_controllen < sizeof(struct cmsghdr))
+        return 0;
+    for (c = CMSG_FIRSTHDR(m); c != NULL; c = CMSG_NXTHDR((struct msghdr *)m, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+            return 1;
+    return 0;
+}
+
+/* One message of sendmsg/sendmmsg: its destination, or, for descriptors
+ * passed on a connected Unix socket, its peer (the one that gets them). */
+static void rec_message(int fd, const struct msghdr *m, int err)
+{
+    int rights;
+    struct sockaddr_storage ss;
+    socklen_t n = sizeof ss;
+
+    if (m == NULL)
+        return;
+    rights = passes_rights(m) ? TALK_RIGHTS : 0;
+    if (m->msg_name != NULL && m->msg_namelen > 0)
+        rec_talk(fd, m->msg_name, m->msg_namelen, err, TALK_SENT | rights);
+    else if (rights && syscall(SYS_getpeername, fd, (struct sockaddr *)&ss, &n) == 0)
+        rec_talk(fd, (struct sockaddr *)&ss, n, err, rights);
+}
+
+/* `B` "TYPE[,FLAG...] ADDRESS" for the endpoint socket fd serves, with what
+ * decides who else reaches it: `listen` (SO_ACCEPTCONN), `reuseport`,
+ * `reuseaddr`, `v6only` (an inet6 socket's IPV6_V6ONLY: the option, or the
+ * net.ipv6.bindv6only default it took). `given` is the address bind() was
+ * passed (NULL after listen or setsockopt): a Unix path is taken from it,
+ * resolved against the cwd of the call; an inet address is read back, with
+ * its real port. */
 static void rec_bound(int fd, const struct sockaddr *given, socklen_t given_len)
 {
     struct sockaddr_storage ss;
     socklen_t n = sizeof ss;
-    char rec[ADDR_MAX + 16];
+    char addr[ADDR_MAX], rec[ADDR_MAX + 64];
     size_t pos;
-    int type;
 
     if (syscall(SYS_getsockname, fd, (struct sockaddr *)&ss, &n) != 0)
         return;
-    if (ss.ss_family == AF_UNIX && given != NULL) {
-        if (fmt_addr(given, given_len, rec + 16) != 0)
+    if (ss.ss_family == AF_UNIX && given != NULL && fmt_addr(given, given_len, addr) == 0) {
+        if (addr[5] == '?')
             return;
         /* bind() made the socket file: the tree created it (it may unlink it) */
-        if (rec[16 + 5] == '/')
-            shim_emit_path('N', rec + 16 + 5);
+        if (addr[5] == '/')
+            shim_emit_path('N', addr + 5);
     } else if (ss.ss_family == AF_UNIX && n > offsetof(struct sockaddr_un, sun_path) &&
                ((struct sockaddr_un *)&ss)->sun_path[0] != '\0') {
-        return; /* a path bound earlier: its bind() was recorded */
-    } else if (fmt_addr((struct sockaddr *)&ss, n, rec + 16) != 0) {
+        /* a path bound earlier: its bind() was recorded (an unnamed bind()
+         * autobinds an abstract name, written below as getsockname reads it) */
+        return;
+    } else if (fmt_addr((struct sockaddr *)&ss, n, addr) != 0) {
+        return;
+    } else if ((ss.ss_family == AF_INET &&
+                ((struct sockaddr_in *)&ss)->sin_port == 0) ||
+               (ss.ss_family == AF_INET6 &&
+                ((struct sockaddr_in6 *)&ss)->sin6_port == 0)) {
+        return; /* not bound (a setsockopt before bind) */
+    }
+    pos = put_type(rec, 16, fd);
+    if (sock_opt(fd, SOL_SOCKET, SO_ACCEPTCONN) > 0)
+        pos = put_str(rec, pos, sizeof rec, ",listen");
+    if (sock_opt(fd, SOL_SOCKET, SO_REUSEPORT) > 0)
+        pos = put_str(rec, pos, sizeof rec, ",reuseport");
+    if (sock_opt(fd, SOL_SOCKET, SO_REUSEADDR) > 0)
+        pos = put_str(rec, pos, sizeof rec, ",reuseaddr");
+    if (ss.ss_family == AF_INET6 && sock_opt(fd, IPPROTO_IPV6, IPV6_V6ONLY) > 0)
+        pos = put_str(rec, pos, sizeof rec, ",v6only");
+    pos = put_str(rec, pos, sizeof rec, " ");
+    put_str(rec, pos, sizeof rec, addr);
+    shim_emit_path('B', rec);
+}
+
+/* After setsockopt: the options that decide who shares a bound socket's port
+ * may change after bind and listen (SO_REUSEPORT on a listening socket lets
+ * another process join it): the socket's `B` again, with its flags now. */
+static int shares_port(int level, int name)
+{
+    return (level == SOL_SOCKET && (name == SO_REUSEPORT || name == SO_REUSEADDR)) ||
+           (level == IPPROTO_IPV6 && name == IPV6_V6ONLY);
+}
+
+/* After setsockopt: SO_PASSCRED or SO_PASSPIDFD turned on for a Unix socket
+ * autobinds it at its next send, which a peer can then answer: a `B`
+ * "TYPE,passcred unix:?" (memotest/network.py then trusts no unnamed send). */
+static void rec_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+    struct sockaddr_storage ss;
+    socklen_t n = sizeof ss;
+    char rec[32];
+    size_t pos;
+
+    if (shares_port(level, name)) {
+        rec_bound(fd, NULL, 0);
         return;
     }
-    type = sock_type(fd);
-    switch (type) {
-    case SOCK_STREAM:
-        pos = put_str(rec, 0, 16, "stream ");
-        break;
-    case SOCK_DGRAM:
-        pos = put_str(rec, 0, 16, "dgram ");
-        break;
-    case SOCK_SEQPACKET:
-        pos = put_str(rec, 0, 16, "seqpacket ");
-        break;
-    default:
-        pos = put_num(rec, 0, 16, type < 0 ? 0 : (unsigned long)type);
-        pos = put_str(rec, pos, 16, " ");
-        break;
-    }
-    memmove(rec + pos, rec + 16, strlen(rec + 16) + 1);
+    if (level != SOL_SOCKET || (name != SO_PASSCRED && name != SO_PASSPIDFD) || val == NULL ||
+        len < (socklen_t)sizeof(int) || *(const int *)val == 0 ||
+        syscall(SYS_getsockname, fd, (struct sockaddr *)&ss, &n) != 0 ||
+        ss.ss_family != AF_UNIX)
+        return;
+    pos = put_type(rec, 16, fd);
+    put_str(rec, pos, sizeof rec, ",passcred unix:?");
     shim_emit_path('B', rec);
 }
 
@@ -258,8 +409,9 @@ static void rec_socket(int domain, int type, int protocol)
 int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 {
     int r = REAL(connect)(fd, addr, len);
+    int e = r == 0 ? 0 : errno;
     if (SOCKADDR_PTR(addr) != NULL)
-        NET_RECORD(rec_addr('C', SOCKADDR_PTR(addr), len));
+        NET_RECORD(rec_talk(fd, SOCKADDR_PTR(addr), len, e, 0));
     return r;
 }
 
@@ -267,17 +419,18 @@ ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CONST_SOCKADDR_AR
                socklen_t len)
 {
     ssize_t r = REAL(sendto)(fd, buf, n, flags, addr, len);
+    int e = r >= 0 ? 0 : errno;
     if (SOCKADDR_PTR(addr) != NULL && len > 0)
-        NET_RECORD(rec_addr('C', SOCKADDR_PTR(addr), len));
+        NET_RECORD(rec_talk(fd, SOCKADDR_PTR(addr), len, e, 1));
     return r;
 }
 
 ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
     ssize_t r = REAL(sendmsg)(fd, msg, flags);
+    int e = r >= 0 ? 0 : errno;
     SHIM_LAUNDER(msg);
-    if (msg != NULL && msg->msg_name != NULL && msg->msg_namelen > 0)
-        NET_RECORD(rec_addr('C', msg->msg_name, msg->msg_namelen));
+    NET_RECORD(rec_message(fd, msg, e));
     return r;
 }
 
@@ -288,9 +441,8 @@ int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
     SHIM_LAUNDER(vec);
     if (vec != NULL && shim_on()) {
         int e = errno;
-        for (i = 0; i < vlen; i++)
-            if (vec[i].msg_hdr.msg_name != NULL && vec[i].msg_hdr.msg_namelen > 0)
-                rec_addr('C', vec[i].msg_hdr.msg_name, vec[i].msg_hdr.msg_namelen);
+        for (i = 0; i < vlen; i++) /* each message sent (0), or not (-1) */
+            rec_message(fd, &vec[i].msg_hdr, r >= 0 && i < (unsigned int)r ? 0 : -1);
         errno = e;
     }
     return r;
@@ -311,6 +463,14 @@ int listen(int fd, int backlog)
     int r = REAL(listen)(fd, backlog);
     if (r == 0)
         NET_RECORD(rec_bound(fd, NULL, 0));
+    return r;
+}
+
+int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+    int r = REAL(setsockopt)(fd, level, name, val, len);
+    if (r == 0)
+        NET_RECORD(rec_setsockopt(fd, level, name, val, len));
     return r;
 }
 
@@ -382,7 +542,7 @@ int socket(int domain, int type, int protocol)
 
 /* ---------------------------------------------------------------- names
  * glibc's resolver talks to the DNS server with its internal connect and
- * send, which no wrapper sees. A name looked up is recorded as `C dns:NAME`,
+ * send, which no wrapper sees. A name looked up is recorded as `C lookup dns:NAME`,
  * the lookup failing too (a test that skips when offline), unless the name is
  * a numeric address or every answer is a loopback address (`localhost`,
  * answered from /etc/hosts). */
@@ -411,7 +571,7 @@ int getaddrinfo(const char *node, const char *service, const struct addrinfo *hi
     if (shim_on()) {
         int e = errno;
         char rec[ADDR_MAX];
-        put_str(rec, put_str(rec, 0, sizeof rec, "dns:"), sizeof rec, node);
+        put_str(rec, put_str(rec, 0, sizeof rec, "lookup dns:"), sizeof rec, node);
         shim_emit_path('C', rec);
         errno = e;
     }
@@ -430,28 +590,30 @@ static const char *const uring_reason =
 
 static void rec_syscall(long nr, long r, const long *a)
 {
+    int e = r < 0 ? errno : 0;
     switch (nr) {
     case SYS_connect:
-        rec_addr('C', (const struct sockaddr *)a[1], (socklen_t)a[2]);
+        rec_talk((int)a[0], (const struct sockaddr *)a[1], (socklen_t)a[2], e, 0);
         break;
     case SYS_sendto:
         if (a[4] != 0 && a[5] > 0)
-            rec_addr('C', (const struct sockaddr *)a[4], (socklen_t)a[5]);
+            rec_talk((int)a[0], (const struct sockaddr *)a[4], (socklen_t)a[5], e, 1);
         break;
-    case SYS_sendmsg: {
-        const struct msghdr *m = (const struct msghdr *)a[1];
-        if (m != NULL && m->msg_name != NULL && m->msg_namelen > 0)
-            rec_addr('C', m->msg_name, m->msg_namelen);
+    case SYS_sendmsg:
+        rec_message((int)a[0], (const struct msghdr *)a[1], e);
         break;
-    }
     case SYS_sendmmsg: {
         const struct mmsghdr *v = (const struct mmsghdr *)a[1];
         unsigned int i;
         for (i = 0; v != NULL && i < (unsigned int)a[2]; i++)
-            if (v[i].msg_hdr.msg_name != NULL && v[i].msg_hdr.msg_namelen > 0)
-                rec_addr('C', v[i].msg_hdr.msg_name, v[i].msg_hdr.msg_namelen);
+            rec_message((int)a[0], &v[i].msg_hdr, -1);
         break;
     }
+    case SYS_setsockopt:
+        if (r == 0)
+            rec_setsockopt((int)a[0], (int)a[1], (int)a[2], (const void *)a[3],
+                           (socklen_t)a[4]);
+        break;
     case SYS_bind:
         if (r == 0)
             rec_bound((int)a[0], (const struct sockaddr *)a[1], (socklen_t)a[2]);
@@ -503,6 +665,7 @@ long syscall(long nr, ...)
     case SYS_connect: case SYS_sendto: case SYS_sendmsg: case SYS_sendmmsg:
     case SYS_bind: case SYS_listen: case SYS_accept: case SYS_accept4:
     case SYS_recvfrom: case SYS_recvmsg: case SYS_socket: case SYS_io_uring_setup:
+    case SYS_setsockopt:
         NET_RECORD(rec_syscall(nr, r, a));
         break;
     default:

@@ -118,6 +118,7 @@ int execveat(int dirfd, const char *path, char *const argv[], char *const envp[]
     X(fts64_read)                                                              \
     X(sendto) X(sendmsg) X(sendmmsg) X(bind) X(listen) X(accept) X(accept4)    \
     X(recvfrom) X(recvmsg) X(recvmmsg) X(socket) X(syscall) X(getaddrinfo)     \
+    X(setsockopt)                                                              \
     X(shm_open) X(shm_unlink) X(sem_open) X(sem_unlink)                        \
     X(getpwnam) X(getpwuid) X(getpwnam_r) X(getpwuid_r) X(getpwent)            \
     X(getpwent_r) X(getgrnam) X(getgrgid) X(getgrnam_r) X(getgrgid_r)          \
@@ -226,6 +227,9 @@ void shim_rec_open(int ok, int err, int dirfd, const char *path, int flags,
  * AT_SYMLINK_NOFOLLOW answers ENOENT); 0 otherwise, also for a NULL or empty
  * path. errno is preserved. Called before a call that may create the entry. */
 int shim_absent(int dirfd, const char *path) SHIM_HIDDEN;
+/* 1: a UDP socket got the datagram fd sent to sa; 0: none; -1: not known
+ * (netstate.c) */
+int shim_udp_bound(int fd, const struct sockaddr *sa, socklen_t len) SHIM_HIDDEN;
 int shim_fopen_flags(const char *mode) SHIM_HIDDEN;
 
 /* Records the common wrapper shape: real call done, `ok` computed. */

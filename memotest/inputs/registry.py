@@ -25,6 +25,8 @@ from memotest.inputs import (
     order,
     other,
     section,
+    sink,
+    unserved,
 )
 from memotest.inputs import dir as dir_
 from memotest.inputs.base import InputKind
@@ -45,6 +47,8 @@ KINDS: tuple[InputKind, ...] = (
     section.KIND,
     matches.KIND,
     order.KIND,  # last: the files no finer kind took
+    unserved.KIND,
+    sink.KIND,
     effect.KIND,  # only recorded by memoized commands (record.effects), never refined
 )
 _BY_NAME: dict[str, InputKind] = {k.kind.value: k for k in KINDS}

@@ -38,6 +38,7 @@ from collections.abc import Collection, Mapping
 import psutil
 
 from memotest.model import Incomplete, ProcessInfo, Trace
+from memotest.network import unix_path_not_there
 from memotest.tracer.elf import loads_the_shim, why_untraceable
 from memotest.tracer.listing_reports import Listings, combined
 from memotest.tracer.log import Event
@@ -160,6 +161,11 @@ def build_trace(
                 trace.loaded.add(path)
         elif op == "C":
             trace.connects.add(ev.path)
+            gone = unix_path_not_there(ev.path)
+            if gone is not None and gone not in changed:
+                # what the connect found is the path's absence: an input as any failed
+                # lookup, under /dev too (``/dev/log`` appears when a syslog starts)
+                trace.missing.add(resolve_dotdot(gone))
         elif op == "B":
             trace.listens.add(ev.path)
         elif op == "A":

@@ -1,0 +1,81 @@
+"""``sink``: a Unix path where a datagram socket took what the run sent, and could send
+nothing back.
+
+A Unix datagram socket with no name (never bound, not autobound: no ``SO_PASSCRED``) can
+receive nothing: no one has an address to send to it, and a descriptor is passed only
+with ``SCM_RIGHTS``, which the shim sees (``rights``). So a datagram it sends to a log
+sink (journald's ``/dev/log``, a syslog daemon's socket) brings nothing into the run but
+whether the send succeeded: while a datagram socket is bound at the path, every build
+would see that. The shim writes such a ``C`` record ``unnamed``
+(``memotest/_shim/net.c``); ``memotest/network.py`` trusts it unless a Unix datagram
+socket of the tree had a name or ``SO_PASSCRED`` (it could be the sender, then
+answerable).
+
+The "path" of such an input is ``TYPE ADDRESS`` (``dgram unix:/dev/log``); no digest.
+Checked by connecting a datagram socket to the path (nothing is sent): it holds while
+that connect succeeds. When the sink goes, the target re-runs (its send then fails).
+Out of reach: an error code that depends on the sink's load (``EAGAIN`` when its queue
+is full), as timing is.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterable, Sequence
+
+from memotest.fingerprint import NO_DIGEST, FileStates, Fingerprint, Refresh
+from memotest.inputs.base import InputKind
+from memotest.model import Input, Kind, Trace
+from memotest.network import held_outside, quiet_send
+
+
+def sink_there(endpoint: str) -> bool:
+    """Whether a datagram socket is bound at the Unix path of ``endpoint``."""
+    _, _, address = endpoint.partition(" ")
+    if not address.startswith("unix:/"):
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(address[5:])
+        except OSError:
+            return False
+    return True
+
+
+class Sink(InputKind):
+    kind = Kind.SINK
+
+    def observed(self, trace: Trace) -> Iterable[str]:
+        return held_outside(trace.connects, trace.listens, quiet_send)
+
+    def after_run(
+        self, path: str, states: FileStates, trace: Trace
+    ) -> tuple[Fingerprint, list[str]]:
+        fp = Fingerprint(path, Kind.SINK, NO_DIGEST)
+        if sink_there(path):
+            return fp, []
+        return fp, [f"{path}: the datagram socket there went while the target ran"]
+
+    def verify(
+        self,
+        states: FileStates,
+        path: str,
+        digest: str,
+        sig: Sequence[int] | None,
+        verified_ns: int,
+        link: str | None,
+    ) -> bool | Refresh:
+        return sink_there(path)
+
+    def describe(
+        self,
+        recorded: Input,
+        states: FileStates,
+        st: os.stat_result | None,
+        names: Sequence[str] | None,
+    ) -> str | None:
+        return "no datagram socket is there now"
+
+
+KIND = Sink()

@@ -1,0 +1,145 @@
+"""``unserved``: an endpoint where nobody was, as the run found it.
+
+A datagram sent to a loopback port where no socket is bound is dropped: the sender gets
+nothing back, not even an error (an unconnected socket). A connect to a Unix path whose
+socket file nobody listens on is refused. Either observed only that nobody serves there,
+as a lookup that fails observes an absence: held as such, the result is reusable while
+nobody serves there, and the target re-runs when a server appears (a syslog daemon on
+UDP 514, a statsd, a server at the path). The shim writes such a ``C`` record with
+``,unbound`` (it asked the kernel right after the send: ``_shim/netstate.c``)
+or ``,refused``; a send that reached a socket, or a connect that succeeded, is a service
+use (``memotest/network.py``).
+
+The "path" of such an input is ``TYPE ADDRESS`` (``dgram inet:127.0.0.1:514``,
+``stream unix:/run/x.sock``); no digest. Checked by reading ``/proc/net/udp`` and
+``udp6`` (a datagram endpoint), or by connecting to the Unix path with a socket of the
+same type (refused again: nobody listens; a probe that connects closes at once).
+"""
+
+from __future__ import annotations
+
+import errno
+import ipaddress
+import os
+import socket
+import sys
+from collections.abc import Iterable, Sequence
+
+from memotest.fingerprint import NO_DIGEST, FileStates, Fingerprint, Refresh
+from memotest.inputs.base import InputKind
+from memotest.model import Input, Kind, Trace
+from memotest.network import held_outside, unserved_endpoint
+from memotest.services import parse_endpoint
+
+_TYPES = {
+    "stream": socket.SOCK_STREAM,
+    "dgram": socket.SOCK_DGRAM,
+    "seqpacket": socket.SOCK_SEQPACKET,
+}
+
+
+def _udp_table(
+    path: str, v6: bool
+) -> Iterable[tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]]:
+    """The local addresses and ports of the sockets of one kernel UDP table."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()[1:]
+    except FileNotFoundError:
+        if v6:
+            return  # no IPv6 on this machine
+        raise
+    for line in lines:
+        local = line.split()[1]
+        hexaddr, _, hexport = local.partition(":")
+        raw = bytes.fromhex(hexaddr)
+        # each 32-bit word as the kernel prints it: in this machine's byte order
+        words = [
+            int.from_bytes(raw[i : i + 4], "big").to_bytes(4, "little")
+            for i in range(0, len(raw), 4)
+        ]
+        packed = b"".join(words) if sys.byteorder == "little" else raw
+        ip = ipaddress.ip_address(packed)
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+            ip = ip.ipv4_mapped
+        yield ip, int(hexport, 16)
+
+
+def udp_bound(address: str) -> bool:
+    """Whether a UDP socket of this machine gets a datagram sent to ``address`` (as the
+    shim writes it); True when the tables cannot be read."""
+    ep = parse_endpoint(address)
+    if ep.ip is None:
+        return True
+    try:
+        for v6, table in ((False, "/proc/net/udp"), (True, "/proc/net/udp6")):
+            for ip, port in _udp_table(table, v6):
+                if port == ep.port and (ip == ep.ip or ip.is_unspecified or ep.ip.is_unspecified):
+                    return True
+    except (OSError, ValueError, IndexError):
+        return True
+    return False
+
+
+def unix_refused(socktype: str, path: str) -> bool:
+    """Whether a connect to the Unix ``path`` with a socket of ``socktype`` is refused."""
+    with socket.socket(socket.AF_UNIX, _TYPES.get(socktype, socket.SOCK_STREAM)) as s:
+        s.setblocking(False)
+        try:
+            s.connect(path)
+        except OSError as exc:
+            return exc.errno == errno.ECONNREFUSED
+    return False
+
+
+def nobody_serves(endpoint: str) -> bool:
+    """Whether nobody serves at ``endpoint`` (``TYPE ADDRESS``) now."""
+    socktype, _, address = endpoint.partition(" ")
+    if address.startswith("unix:/"):
+        return unix_refused(socktype, address[5:])
+    if socktype == "dgram" and address.startswith("inet"):
+        return not udp_bound(address)
+    return False
+
+
+class Unserved(InputKind):
+    kind = Kind.UNSERVED
+
+    def observed(self, trace: Trace) -> Iterable[str]:
+        return held_outside(trace.connects, trace.listens, unserved_endpoint)
+
+    def after_run(
+        self, path: str, states: FileStates, trace: Trace
+    ) -> tuple[Fingerprint, list[str]]:
+        fp = Fingerprint(path, Kind.UNSERVED, NO_DIGEST)
+        if nobody_serves(path):
+            return fp, []
+        return fp, [f"{_words(path)}: a server appeared there while the target ran"]
+
+    def verify(
+        self,
+        states: FileStates,
+        path: str,
+        digest: str,
+        sig: Sequence[int] | None,
+        verified_ns: int,
+        link: str | None,
+    ) -> bool | Refresh:
+        return nobody_serves(path)
+
+    def describe(
+        self,
+        recorded: Input,
+        states: FileStates,
+        st: os.stat_result | None,
+        names: Sequence[str] | None,
+    ) -> str | None:
+        return "a server is there now"
+
+
+def _words(endpoint: str) -> str:
+    socktype, _, address = endpoint.partition(" ")
+    return f"{socktype} {parse_endpoint(address)}"
+
+
+KIND = Unserved()
