@@ -51,7 +51,8 @@ def _parse(key: str, data: bytes, signer: wire.Signer) -> dict[str, float]:
 def fetch_durations(remote: RemoteCache, targets_file: str) -> dict[str, float]:
     """The durations the remote holds for ``targets_file``'s targets (empty on any fault)."""
     key = durations_key(targets_file)
-    data = remote.call(lambda: remote.backend.get(f"ac/{key}"), None)
+    with remote.phase():  # a phase of its own, before the build: remote_timeout at most
+        data = remote.call(lambda: remote.backend.get(f"ac/{key}"), None)
     if data is None:
         return {}
     return remote.call(lambda: _parse(key, data, remote.signer), {})
