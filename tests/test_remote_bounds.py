@@ -315,4 +315,5 @@ def test_a_build_waiting_on_the_remote_stops_at_once(tmp_path, scheme, signum):
                 proc.communicate()
     assert proc.returncode == 130, out
     assert "interrupted" in out and "Traceback" not in out, out
-    assert took < 1.5, f"the build took {took:.1f}s to stop"
+    # About 0.4s on a machine with a load of 11 on 2 cores; unbounded before.
+    assert took < 3, f"the build took {took:.1f}s to stop"

@@ -77,6 +77,7 @@ class RemoteCache:
         self._jobs: deque[Callable[[], None]] = deque()
         self._outstanding = 0  # uploads queued or running
         self._workers = 0
+        self._closing = False
         self._idle = threading.Condition(self._lock)
 
     @property
@@ -105,6 +106,8 @@ class RemoteCache:
                     return  # a call in flight when it broke: the first one was counted
                 self.broken = True
             self.errors += 1
+        if self.broken:
+            self.backend.abort()  # the calls in flight: nothing more is waited for
         self.warn(f"{exc}" + ("; not used for the rest of this build" * self.broken))
 
     def refused(self, exc: Exception) -> None:
@@ -139,20 +142,30 @@ class RemoteCache:
         """``fn`` of each item, in at most :data:`WORKERS` threads, by ``until``: None for
         an item that did not end in time (the remote is then expired, and not used again).
         Ctrl-C (and SIGTERM) in the wait aborts the remote and is raised at once."""
-        return run_all(fn, items, WORKERS, until, self.expire)
+        try:
+            return run_all(fn, items, WORKERS, until, self.expire)
+        except KeyboardInterrupt:
+            self.abort()  # the threads left behind stop talking to the remote
+            raise
+
+    def run(self, fn: Callable[[], T], default: T, until: float) -> T:
+        """:meth:`call` of ``fn`` in a thread of its own, waited for by ``until`` as
+        :meth:`map` waits (a name lookup that hangs does not hold the build)."""
+        got = self.map(lambda _: self.call(fn, default), [None], until)[0]
+        return default if got is None else got
 
     def expire(self) -> None:
         """The phase ran out of time: no answer is waited for again."""
-        late = RemoteDown(f"no answer within {self.timeout:g}s (remote_timeout)")
-        self.backend.abort()
-        self.fault(late)
+        self.fault(RemoteDown(f"no answer within {self.timeout:g}s (remote_timeout)"))
+        self.backend.abort()  # also when it was broken already
 
     def abort(self) -> None:
         """Shut every connection now (the build was interrupted): nothing is waited for,
         nothing more is uploaded."""
         with self._lock:
-            self.broken = self.aborted = True
+            self.broken = self.aborted = self._closing = True
             self._jobs.clear()
+            self._idle.notify_all()
         self.backend.abort()
 
     # -- blobs --------------------------------------------------------------------------
@@ -210,9 +223,12 @@ class RemoteCache:
             self._idle.notify_all()
 
     def _work(self) -> None:
-        """An upload thread: the queued uploads, one after the other, until none is left."""
+        """An upload thread: the queued uploads, one after the other, until the cache
+        closes (it keeps its connection for the next)."""
         while True:
             with self._lock:
+                while not self._jobs and not self._closing:
+                    self._idle.wait()
                 if not self._jobs:
                     self._workers -= 1
                     return
@@ -266,8 +282,8 @@ class RemoteCache:
             self.backend.deadline = until
         try:
             with self._lock:
-                if self._jobs:  # those not started yet end by the deadline too
-                    self.backend.deadline = until
+                self._closing = True
+                self._idle.notify_all()
                 while self._outstanding and not self.broken:
                     left = until + GRACE - time.monotonic()
                     if left <= 0:

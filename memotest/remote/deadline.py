@@ -96,8 +96,8 @@ def run_all(
 ) -> list[R | None]:
     """``fn`` of each item, in at most ``workers`` daemon threads; None for an item whose
     call did not end by ``until`` (+ :data:`GRACE`), after ``on_late()`` was called. An
-    exception of ``fn`` is raised here; so is Ctrl-C (``on_late()`` called first, so that
-    the threads left behind stop talking to the remote)."""
+    exception of ``fn`` is raised here; so is Ctrl-C, at once (the wait is interruptible;
+    the threads are left behind)."""
     results: list[R | None] = [None] * len(items)
     errors: list[BaseException] = []
     todo = iter(range(len(items)))
@@ -123,20 +123,16 @@ def run_all(
     for _ in range(count):
         threading.Thread(target=work, name="memotest-remote", daemon=True).start()
     done = 0
-    try:
-        while done < count:
-            left = None if until is None else until + GRACE - time.monotonic()
-            if left is not None and left <= 0:
-                on_late()
-                break
-            try:
-                finished.get(timeout=left)
-            except queue.Empty:
-                continue
-            done += 1
-    except BaseException:
-        on_late()
-        raise
+    while done < count:
+        left = None if until is None else until + GRACE - time.monotonic()
+        if left is not None and left <= 0:
+            on_late()
+            break
+        try:
+            finished.get(timeout=left)
+        except queue.Empty:
+            continue
+        done += 1
     if errors:
         raise errors[0]
     return list(results)  # a thread left behind may still write to its own
