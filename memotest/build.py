@@ -155,13 +155,16 @@ class Build:
             conflicts.recheck_replays(queue.by_name, self.summary)
         except KeyboardInterrupt:
             self.runner.abort()
+            if self.remote is not None:
+                self.remote.abort()  # waits for no upload
             raise
         finally:
             self.runner.close()
-            if self.remote is not None:
+            if self.remote is not None and not self.remote.aborted:
                 ran = {r.name: r.duration for r in self.summary.results if r.status != "cached"}
-                publish_durations(self.remote, self.targets_file, ran)  # for --shard
-                self.remote.close()  # the uploads joined
+                with self.remote.phase() as until:  # the upload phase: remote_timeout at most
+                    publish_durations(self.remote, self.targets_file, ran)  # for --shard
+                    self.remote.close(until)  # the uploads joined
                 self.summary.remote = self.remote.summary()
         self.step.mark_used(self.store)
         self.summary.duration = time.monotonic() - self.started

@@ -51,9 +51,10 @@ def parse_size(value: object) -> int | None:
         amount = float(number)
     except ValueError:
         return None
-    if unit is None or not math.isfinite(amount) or amount <= 0:
-        return None
-    return int(amount * unit)
+    if unit is None or not math.isfinite(amount * (unit or 1)) or amount <= 0:
+        return None  # "1e400 TB" included: no float holds it
+    size = int(amount * unit)
+    return size if size > 0 else None
 
 
 #: Inherited variables that are passed to targets (and part of their key) by default.
@@ -96,8 +97,11 @@ class Settings:
     #: The remote cache's URL (``memotest/remote/``); ``--remote`` and ``MEMOTEST_REMOTE``
     #: win over it.
     remote: str | None = None
-    #: Seconds to wait for the remote to connect and to answer each request.
+    #: Seconds a request to the remote may take, and each phase of a build that talks to
+    #: it (the fetch before the build runs anything, the uploads at its end).
     remote_timeout: float | None = None
+    #: The most bytes of one answer of the remote that are read (a bigger one is refused).
+    remote_max_answer: int | None = None
     #: ``"tests"``: a stale test file runs only the tests whose result could have changed
     #: (:mod:`memotest.select`); ``"files"``: whole. ``build --select`` wins over it.
     select: str = "files"

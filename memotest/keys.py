@@ -21,8 +21,10 @@ secrets and are kept in clear.
 Portable keys: the same target in a copy of the project at another path has the same key.
 Every path in the key is taken under the project's roots (:mod:`memotest.roots`): the
 folder (``@project/sub``), the paths in the command, the declared env and inputs, and in
-the values of the passed variables (``PATH=@venv/bin:/usr/bin``) before they are hashed;
-the roots' names are keyed (``=roots``). The ids stay keyed as they are (a test can read
+the values of the passed variables (``PATH=@venv/bin:/usr/bin``) before they are hashed,
+each with its ``..`` resolved first where that is sound (``$PWD/../elsewhere`` is outside
+the project: absolute, :func:`memotest.roots.sound_normpath`); the roots' names are keyed
+(``=roots``). The ids stay keyed as they are (a test can read
 them, and root skips permission checks): see ``docs/limits.md``.
 """
 

@@ -112,11 +112,15 @@ def run_memoized(
         step.uploader = remote.upload
     try:
         return _replay_or_run(step, target, root, tee, unkeyed_env, remote)
+    except KeyboardInterrupt:
+        if remote is not None:
+            remote.abort()  # Ctrl-C: no wait for the upload
+        raise
     finally:
         # After the command: a failure here must not turn its result into an exception.
         try:
-            if remote is not None:
-                remote.close()  # the upload joined: the calling tool may exit next
+            if remote is not None and not remote.aborted:
+                remote.close()  # the upload joined (remote_timeout at most)
             if own_pool is not None:
                 own_pool.close()
         except Exception as exc:

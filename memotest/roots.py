@@ -16,6 +16,14 @@ differ (a root reached through a symbolic link); read back, it is its real path.
 outside every root (the system Python, ``/usr/lib``) stay absolute: on another machine
 they hold only where the same files are at the same place.
 
+A path with ``..`` in it is resolved before it is taken under a root
+(:func:`sound_normpath`): ``/a/proj/../elsewhere`` is ``/a/elsewhere``, outside the project,
+and stays absolute, so a copy of the project at another depth, whose ``../elsewhere`` is
+another folder, has another key. A ``..`` is resolved lexically only after a component that
+is a folder and not a symbolic link (``link/..`` is the parent of the link's target, not
+the folder holding the link); where that cannot be said (a symbolic link, a path that does
+not exist), the path stays as written, absolute, and a copy elsewhere re-runs.
+
 Both directions are injective: a stored path that starts with ``@`` (never an absolute
 one) is escaped as ``@@``, and :meth:`Roots.portable_text` (paths embedded in text: a
 command, a variable's value) escapes every ``@`` of the text first. Each conversion is
@@ -30,6 +38,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -39,10 +48,41 @@ PROJECT = "project"
 #: What a root's name may be.
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 
-#: What may follow a root's path in text for it to be that path (not ``/a/proj2`` for
-#: ``/a/proj``): a separator, the end, or a character no file name in a command or a
-#: variable is likely to go on with.
-_END = r"(?=[/\s:;,=\"'`)\]}|&<>]|$)"
+#: What ends a path in text (a command, a variable's value): a separator, the end, or a
+#: character no file name in a command or a variable is likely to go on with. A root's
+#: path is that path only when followed by ``/`` or one of them (not ``/a/proj2``).
+_STOP = r"\s:;,=\"'`)\]}|&<>"
+
+
+def sound_normpath(path: str) -> str | None:
+    """``path`` (absolute) with its empty, ``.`` and ``..`` components resolved lexically,
+    where that names what the kernel would: a ``..`` cancels the component before it only
+    when that is a folder and not a symbolic link (``lstat``); None when one is not (the
+    path then means what only the file system can say)."""
+    if "." not in path and "//" not in path:
+        return path
+    out: list[str] = []
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part != "..":
+            out.append(part)
+            continue
+        if not out:
+            continue  # "/.." is "/"
+        try:
+            mode = os.lstat("/" + "/".join(out)).st_mode
+        except (OSError, ValueError):
+            return None
+        if not stat.S_ISDIR(mode):
+            return None
+        out.pop()
+    return "/" + "/".join(out)
+
+
+def _dotdot(path: str) -> bool:
+    """Whether ``path`` has a ``..`` component."""
+    return "/.." in path and ".." in path.split("/")
 
 
 class Roots:
@@ -57,13 +97,18 @@ class Roots:
             real = os.path.realpath(path)
             self.paths[name] = real
             for spelling in dict.fromkeys((real, os.path.abspath(path))):
-                if spelling != "/":
+                # abspath drops ``link/..`` as text: a spelling only if it is the root.
+                if spelling != "/" and os.path.realpath(spelling) == real:
                     spellings.append((spelling, name, order))
         # Deepest first; at the same depth, the one named last (a named root over project).
         spellings.sort(key=lambda s: (-len(s[0]), -s[2]))
         self._spellings = [(s, n) for s, n, _ in spellings]
         alternatives = "|".join(re.escape(s) for s, _ in self._spellings)
-        self._text_re = re.compile(f"@|(?:{alternatives}){_END}" if alternatives else "@")
+        self._text_re = re.compile(
+            f"@|(?P<root>{alternatives})(?P<rest>/[^{_STOP}]*)?(?=[{_STOP}]|$)"
+            if alternatives
+            else "@"
+        )
         self._by_spelling = dict(self._spellings)
         self._to: dict[str, str] = {}
         self._from: dict[str, str] = {}
@@ -83,6 +128,11 @@ class Roots:
         return out
 
     def _portable(self, path: str) -> str:
+        if _dotdot(path):
+            resolved = sound_normpath(path) if path.startswith("/") else None
+            if resolved is None:  # as written: absolute, this machine's
+                return "@" + path if path.startswith("@") else path
+            path = resolved
         for spelling, name in self._spellings:
             if path == spelling:
                 return "@" + name
@@ -145,7 +195,20 @@ class Roots:
 
     def _replace(self, m: re.Match[str]) -> str:
         found = m.group(0)
-        return "@@" if found == "@" else "@" + self._by_spelling[found]
+        if found == "@":
+            return "@@"
+        root, rest = m.group("root"), m.group("rest") or ""
+        if not _dotdot(rest):
+            return "@" + self._by_spelling[root] + rest.replace("@", "@@")
+        # ``..`` first: ``/a/proj/../elsewhere`` is not under the project.
+        resolved = sound_normpath(found)
+        if resolved is None:
+            return found.replace("@", "@@")  # as written: this machine's
+        path = self.portable(resolved)
+        if path.startswith("@") and not path.startswith("@@"):
+            name, sep, tail = path[1:].partition("/")
+            return "@" + name + sep + tail.replace("@", "@@")
+        return resolved.replace("@", "@@")
 
 
 def _utf8(path: str) -> bool:
@@ -173,7 +236,8 @@ def load_roots(
         if unset:
             raise ValueError(f"root {name!r} uses ${unset[0]}, which is not set")
         expanded = re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: env[m.group(1)], value)
-        path = os.path.abspath(os.path.join(project, os.path.expanduser(expanded)))
+        joined = os.path.join(os.path.abspath(project), os.path.expanduser(expanded))
+        path = sound_normpath(joined) or os.path.realpath(joined)  # "tools/../x": no link
         if not os.path.isdir(path):
             raise ValueError(f"root {name!r} is {path}, which is not a folder")
         if os.path.realpath(path) == "/":

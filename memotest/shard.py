@@ -21,6 +21,7 @@ runs whatever no shard ran.
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -70,15 +71,23 @@ class ShardPlan:
         }
 
 
+#: The most shards a build may be split in (more CI jobs than any pipeline runs).
+MAX_SHARDS = 10_000
+
+_SHARD_RE = re.compile(r"([0-9]{1,9})/([0-9]{1,9})")
+
+
 def parse_shard(text: str) -> Shard:
-    """``"I/N"`` as a :class:`Shard`; a :class:`UsageError` saying what is wrong otherwise."""
-    index_text, sep, count_text = text.partition("/")
-    try:
-        index, count = int(index_text), int(count_text)
-    except ValueError:
-        index = count = 0
-    if not sep or count < 1 or not 1 <= index <= count:
-        raise UsageError(f"--shard: expected I/N with 1 <= I <= N (e.g. --shard 2/4), not {text!r}")
+    """``"I/N"`` as a :class:`Shard`; a :class:`UsageError` saying what is wrong otherwise.
+    Only ASCII digits (not ``int``'s spaces, ``_`` or other scripts' digits), and
+    ``1 <= I <= N <= MAX_SHARDS``."""
+    m = _SHARD_RE.fullmatch(text)
+    index, count = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    if not 1 <= index <= count <= MAX_SHARDS:
+        raise UsageError(
+            f"--shard: expected I/N with 1 <= I <= N <= {MAX_SHARDS} (e.g. --shard 2/4), "
+            f"not {text!r}"
+        )
     return Shard(index, count)
 
 
@@ -94,12 +103,15 @@ def _weights(names: Iterable[str], durations: Mapping[str, float | None]) -> dic
 def assign(
     names: Iterable[str], durations: Mapping[str, float | None], count: int
 ) -> list[list[str]]:
-    """The names split into ``count`` lists of about equal total duration (deterministic)."""
+    """The names split into ``count`` lists of about equal total duration (deterministic).
+    Past one shard per name the rest are empty: only that many are weighed (the split
+    is the same), so the work is bounded by the names, whatever ``count`` is."""
     weights = _weights(names, durations)
-    loads = [0.0] * count
-    shards: list[list[str]] = [[] for _ in range(count)]
+    used = max(1, min(count, len(weights)))
+    loads = [0.0] * used
+    shards: list[list[str]] = [[] for _ in range(used)]
     for name in sorted(weights, key=lambda n: (-weights[n], n)):
-        i = min(range(count), key=lambda k: (loads[k], k))
+        i = min(range(used), key=lambda k: (loads[k], k))
         shards[i].append(name)
         loads[i] += weights[name]
     return shards
@@ -111,7 +123,8 @@ def plan_shards(
     """The targets shard ``shard`` runs (in the given order) and what it says of them."""
     by_name = {t.name: t for t in targets}
     weights = _weights(by_name, durations)
-    mine = set(assign(by_name, durations, shard.count)[shard.index - 1])
+    shards = assign(by_name, durations, shard.count)
+    mine = set(shards[shard.index - 1]) if shard.index <= len(shards) else set()
     wanted = set(mine)
     stack = list(mine)
     while stack:

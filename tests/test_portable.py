@@ -146,3 +146,68 @@ def test_sqlite_reads_paths_back_as_local_does(tmp_path: Path) -> None:
             assert g == roots.local(s)
         else:  # left as stored, for Roots.local
             assert g == s
+
+
+def _elsewhere_project(base: Path, data: str) -> Path:
+    """A project at ``base/proj`` whose target reads ``$DATA_DIR/data.txt``, and beside it
+    ``base/elsewhere/data.txt`` holding ``data``."""
+    write_tree(base / "elsewhere", {"data.txt": data})
+    write_tree(base / "proj" / "sub", {"data.txt": "inside\n"})
+    return write_tree(
+        base / "proj",
+        {
+            "memotest.toml": """
+                [settings]
+                pass_env = ["PATH", "DATA_DIR"]
+
+                [targets.t]
+                command = "sh -c 'cat \\"$DATA_DIR/data.txt\\"'"
+            """,
+        },
+    )
+
+
+@pytest.mark.parametrize("where", ["x/y", "b"], ids=["another-depth", "same-depth"])
+def test_a_variable_leaving_the_project_is_keyed_where_it_leads(tmp_path: Path, where: str):
+    """``DATA_DIR=$PWD/../elsewhere`` was keyed ``@project/../elsewhere``: a copy of the
+    project whose ``../elsewhere`` holds other data replayed the original's result (its
+    record names ``/.../a/elsewhere/data.txt``, which still holds). ``..`` is resolved
+    before a path is taken under a root: the value is outside the project, absolute."""
+    proj = _elsewhere_project(tmp_path / "a", "one\n")
+    env = dict(os.environ, DATA_DIR=f"{proj}/../elsewhere")
+    assert build_statuses(proj, env=env)[2] == {"t": "passed"}
+    assert build_statuses(proj, env=env)[2] == {"t": "cached"}
+    copy = tmp_path / where / "proj"
+    shutil.copytree(proj, copy, symlinks=True)
+    write_tree(copy.parent / "elsewhere", {"data.txt": "two\n"})
+    _rc, out, statuses = build_statuses(copy, "-v", env=dict(env, DATA_DIR=f"{copy}/../elsewhere"))
+    assert statuses == {"t": "passed"}, out
+    assert build_statuses(proj, env=env)[2] == {"t": "cached"}  # the original still replays
+
+
+def test_a_variable_with_dotdot_inside_the_project_still_travels(tmp_path: Path):
+    """``$PWD/sub/../sub`` stays inside the project (``sub`` is a folder, not a link):
+    ``@project/sub``, and a copy at another depth replays."""
+    proj = _elsewhere_project(tmp_path / "a", "one\n")
+    env = dict(os.environ, DATA_DIR=f"{proj}/sub/../sub")
+    assert build_statuses(proj, env=env)[2] == {"t": "passed"}
+    copy = tmp_path / "x" / "y" / "proj"
+    shutil.copytree(proj, copy, symlinks=True)
+    _rc, out, statuses = build_statuses(copy, env=dict(env, DATA_DIR=f"{copy}/sub/../sub"))
+    assert statuses == {"t": "cached"}, out
+
+
+def test_dotdot_after_a_symbolic_link_is_not_resolved_as_text(tmp_path: Path):
+    from memotest.roots import Roots, sound_normpath
+
+    (tmp_path / "p" / "sub").mkdir(parents=True)
+    (tmp_path / "far" / "in").mkdir(parents=True)
+    (tmp_path / "p" / "link").symlink_to(tmp_path / "far" / "in")
+    p = str(tmp_path / "p")
+    assert sound_normpath(p + "/sub/../x") == p + "/x"
+    assert sound_normpath(p + "/link/../x") is None  # the kernel: far/x
+    assert sound_normpath(p + "/nothing/../x") is None  # the kernel: ENOENT
+    roots = Roots(p)
+    assert roots.portable_text(f"A={p}/sub/./../x") == "A=@project/x"
+    assert roots.portable_text(f"A={p}/link/../x") == f"A={p}/link/../x"  # as written
+    assert roots.portable_text(f"A={p}/../q:{p}/b") == f"A={tmp_path}/q:@project/b"

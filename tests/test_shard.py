@@ -98,10 +98,54 @@ def test_needs_of_a_shard_come_along_even_if_assigned_elsewhere():
     assert seen == {t.name for t in targets}
 
 
-@pytest.mark.parametrize("text", ["0/3", "4/3", "3", "a/b", "1/0", "-1/2", ""])
+BAD_SHARDS = [
+    "0/3",
+    "4/3",
+    "3",
+    "a/b",
+    "1/0",
+    "-1/2",
+    "1/-1",
+    "",
+    "/",
+    "1/2/3",
+    "1.0/2",
+    " 1/2",
+    "1/2\n",
+    "1_0/20",
+    "\uff11/\uff12",  # fullwidth digits, which int() takes
+    "\u0661/\u0662",  # Arabic-Indic digits
+    "1/10001",
+    "1/100000000000",  # once a MemoryError
+    "1/99999999999999999999999",  # once an OverflowError
+    "1/" + "9" * 5000,  # past int()'s digit limit
+]
+
+
+@pytest.mark.parametrize("text", BAD_SHARDS)
 def test_a_bad_shard_is_a_usage_error(text: str):
     with pytest.raises(UsageError, match="--shard"):
         parse_shard(text)
+
+
+@pytest.mark.parametrize("text", ["1/100000000000", "1/99999999999999999999999", "\uff11/\uff12"])
+def test_a_huge_or_foreign_shard_count_exits_2_without_a_traceback(tmp_path: Path, text: str):
+    root = _project(tmp_path / "p")
+    proc = memotest("build", f"--shard={text}", cwd=root, timeout=60)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert "--shard" in err and "Traceback" not in err, err
+
+
+def test_more_shards_than_targets_leaves_the_last_ones_empty():
+    targets = [Target(name=n, command="true", cwd="/") for n in "abc"]
+    seen = []
+    for i in range(1, 6):
+        order, plan = plan_shards(targets, {}, Shard(i, 5))
+        assert (len(order) == 0) == (i > 3), (i, order)
+        seen += plan.assigned
+    assert sorted(seen) == ["a", "b", "c"]
+    assert assign(["a", "b"], {}, 10_000) == [["a"], ["b"]]
 
 
 def test_a_bad_shard_on_the_command_line_exits_2_without_a_traceback(tmp_path: Path):

@@ -168,11 +168,11 @@ def _build(config: plugins.Config, project: Project) -> int:
         raise
     store = None if args.no_cache else open_store(project, lock=not args.dry_run)
     shard_plan = None
-    if shard is not None:
-        durations = recorded_durations(store, targets, remote, project)
-        targets, shard_plan = plan_shards(targets, durations, shard)
-    undo = interrupt_on_sigterm()
+    undo = interrupt_on_sigterm()  # from the first word to the remote on
     try:
+        if shard is not None:
+            durations = recorded_durations(store, targets, remote, project)
+            targets, shard_plan = plan_shards(targets, durations, shard)
         summary = Build(project, store, options, config, pool, remote).run(targets)
         summary.shard = shard_plan
     except KeyboardInterrupt:

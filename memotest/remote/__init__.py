@@ -18,7 +18,8 @@ The rooms, one module each:
 
 Which remote (:func:`remote_url`): ``--remote URL`` wins over ``MEMOTEST_REMOTE``, which
 wins over the ``remote`` setting; ``--no-remote`` turns it off. ``--remote-read-only`` or
-``MEMOTEST_REMOTE_READ_ONLY=1`` uploads nothing; ``MEMOTEST_REMOTE_KEY`` signs and checks.
+``MEMOTEST_REMOTE_READ_ONLY=1`` uploads nothing; ``MEMOTEST_REMOTE_KEY`` signs and checks
+(:func:`remote_key`: a key that is set must be usable, never taken as "no key").
 """
 
 from __future__ import annotations
@@ -28,11 +29,22 @@ from collections.abc import Mapping
 
 from memotest.config import Settings
 from memotest.errors import UsageError
-from memotest.remote.backends import DEFAULT_TIMEOUT, open_backend
+from memotest.remote.backends import DEFAULT_MAX_ANSWER, DEFAULT_TIMEOUT, open_backend
 from memotest.remote.cache import RemoteCache, summary_line
 from memotest.remote.wire import Signer
 
-__all__ = ["DEFAULT_TIMEOUT", "RemoteCache", "open_remote", "remote_url", "summary_line"]
+__all__ = [
+    "DEFAULT_MAX_ANSWER",
+    "DEFAULT_TIMEOUT",
+    "RemoteCache",
+    "open_remote",
+    "remote_key",
+    "remote_url",
+    "summary_line",
+]
+
+#: The shortest key memotest signs with: a shorter one is guessed from one signed record.
+MIN_KEY_LENGTH = 16
 
 
 def remote_url(
@@ -57,14 +69,44 @@ def open_remote(
     url = remote_url(options, settings, environ)
     if not url:
         return None
+    signer = Signer(remote_key(environ))
     timeout = getattr(settings, "remote_timeout", None) or DEFAULT_TIMEOUT
+    max_answer = getattr(settings, "remote_max_answer", None) or DEFAULT_MAX_ANSWER
     try:
-        backend = open_backend(url, timeout)
+        backend = open_backend(url, timeout, max_answer)
     except (ValueError, ImportError) as exc:
         raise UsageError(str(exc)) from None
     read_only = bool(getattr(options, "remote_read_only", False)) or environ.get(
         "MEMOTEST_REMOTE_READ_ONLY", ""
     ) not in ("", "0")
-    return RemoteCache(
-        backend, read_only=read_only, signer=Signer(environ.get("MEMOTEST_REMOTE_KEY") or None)
+    return RemoteCache(backend, read_only=read_only, signer=signer, timeout=timeout)
+
+
+def remote_key(environ: Mapping[str, str]) -> str | None:
+    """The key of ``MEMOTEST_REMOTE_KEY``; None only when the variable is not set. A key
+    that is set but unusable is a :class:`UsageError`, never "no key": empty or blank
+    (what an unset CI secret expands to), not UTF-8, holding a control character, or
+    shorter than :data:`MIN_KEY_LENGTH` characters."""
+    key = environ.get("MEMOTEST_REMOTE_KEY")
+    if key is None:
+        return None
+    fix = (
+        "set the secret (e.g. `openssl rand -hex 32`), "
+        "or unset the variable to use the remote unsigned"
     )
+    if not key.strip():
+        raise UsageError(
+            "MEMOTEST_REMOTE_KEY is set but empty (what an unset CI secret expands to): " + fix
+        )
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError("MEMOTEST_REMOTE_KEY is not UTF-8 text: " + fix) from None
+    if any(ord(c) < 32 or ord(c) == 127 for c in key):
+        raise UsageError("MEMOTEST_REMOTE_KEY holds a control character (a newline?): " + fix)
+    if len(key) < MIN_KEY_LENGTH:
+        raise UsageError(
+            f"MEMOTEST_REMOTE_KEY is {len(key)} characters long, too short to sign with "
+            f"(at least {MIN_KEY_LENGTH}): " + fix
+        )
+    return key

@@ -10,12 +10,23 @@ fetches against its key and every manifest against its signature.
   and ``{base}/cas/{sha256}``. Standard library only (``http.client``), one kept-alive
   connection per thread, basic auth from the URL's ``user:password@``.
 - ``redis://`` / ``rediss://`` / ``unix://``: through the ``redis`` package (the
-  ``memotest[redis]`` extra), imported only when such a URL is used.
+  ``memotest[redis]`` extra), imported only when such a URL is used
+  (:mod:`memotest.remote.redis_backend`).
 
 Errors are of two sorts, because the cache treats them differently: :class:`RemoteDown`
 (the connection failed or timed out: the remote is not used again in this build, so the
 timeout is paid once, not per target) and :class:`RemoteError` (it answered, but not what
-the protocol says: a 500, a 403, a refused ``PUT``).
+the protocol says: a 500, a 403, a refused ``PUT``, an answer over the size cap).
+
+Bounds, whatever the server does: every request ends by its deadline (its start plus
+``remote_timeout``, or the end of the build's phase, :attr:`deadline`, if earlier:
+:mod:`memotest.remote.deadline`), and no answer is read past ``remote_max_answer`` bytes
+(an HTTP answer whose length says more is refused before its body is read; Redis is asked
+for at most that many bytes, ``GETRANGE``). :meth:`abort` shuts every connection at once.
+
+A URL is checked before anything is sent (:func:`check_url`): printable ASCII only (no
+control character, space, or byte that is not ASCII: percent-encode them), a host, a port
+in 1-65535.
 """
 
 from __future__ import annotations
@@ -23,13 +34,21 @@ from __future__ import annotations
 import base64
 import contextlib
 import http.client
+import re
 import socket
 import threading
+import time
 import urllib.parse
 from typing import Any, Protocol
 
-#: Seconds to wait for a connection and for each answer, unless ``remote_timeout`` says.
+from memotest.remote.deadline import Watchdog
+
+#: Seconds a request may take, unless ``remote_timeout`` says.
 DEFAULT_TIMEOUT = 5.0
+#: The most bytes memotest reads of one answer, unless ``remote_max_answer`` says.
+DEFAULT_MAX_ANSWER = 64 << 20
+#: Bytes read at once from an HTTP answer.
+_CHUNK = 1 << 16
 
 
 class RemoteError(Exception):
@@ -44,6 +63,9 @@ class Backend(Protocol):
     """A remote place that keeps bytes by key (``ac/<hex>``, ``cas/<sha256>``)."""
 
     url: str
+    #: The end of the current phase of the build (``time.monotonic()``), or None: no
+    #: request ends later.
+    deadline: float | None
 
     def get(self, key: str) -> bytes | None:
         """The bytes under ``key``, None when there are none."""
@@ -61,16 +83,47 @@ class Backend(Protocol):
         """Drop the connections."""
         ...
 
+    def abort(self) -> None:
+        """Shut every connection now (from any thread); no request starts again."""
+        ...
 
-def open_backend(url: str, timeout: float = DEFAULT_TIMEOUT) -> Backend:
-    """The backend a URL names; ``ValueError`` for a scheme memotest does not speak,
-    ``ImportError`` (naming the extra) for Redis without the ``redis`` package."""
-    scheme = urllib.parse.urlsplit(url).scheme.lower()
+
+def open_backend(
+    url: str, timeout: float = DEFAULT_TIMEOUT, max_answer: int = DEFAULT_MAX_ANSWER
+) -> Backend:
+    """The backend a URL names; ``ValueError`` for a URL memotest cannot use (another
+    scheme, :func:`check_url`), ``ImportError`` (naming the extra) for Redis without the
+    ``redis`` package."""
+    scheme = check_url(url)
     if scheme in ("http", "https"):
-        return HttpBackend(url, timeout)
-    if scheme in ("redis", "rediss", "unix"):
-        return RedisBackend(url, timeout)
-    raise ValueError(f"remote {url!r}: the scheme must be http, https or redis")
+        return HttpBackend(url, timeout, max_answer)
+    from memotest.remote.redis_backend import RedisBackend
+
+    return RedisBackend(url, timeout, max_answer)
+
+
+def check_url(url: str) -> str:
+    """The scheme of ``url``; ``ValueError`` saying what is wrong with it (the URL shown
+    without its credentials, control characters escaped)."""
+    what = ascii(re.sub(r"//[^/@]*@", "//", url))
+    if not url or any(not "!" <= c <= "~" for c in url):
+        raise ValueError(
+            f"remote {what}: a URL must be printable ASCII, with no space or control "
+            "character (percent-encode the rest)"
+        )
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"remote {what}: {exc}") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https", "redis", "rediss", "unix"):
+        raise ValueError(f"remote {what}: the scheme must be http, https or redis")
+    if scheme != "unix" and not parts.hostname:
+        raise ValueError(f"remote {what}: names no host")
+    if port == 0:
+        raise ValueError(f"remote {what}: port 0 is no server's")
+    return scheme
 
 
 def shown(url: str) -> str:
@@ -104,12 +157,24 @@ class _TlsConnection(http.client.HTTPSConnection):
         self.sock.settimeout(timeout)
 
 
+def ends_at(timeout: float, deadline: float | None) -> float:
+    """When a request that starts now must end."""
+    end = time.monotonic() + timeout
+    return end if deadline is None else min(end, deadline)
+
+
 class HttpBackend:
     """The plain HTTP cache protocol (bazel-remote, ccache, nginx WebDAV)."""
 
-    def __init__(self, url: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self, url: str, timeout: float = DEFAULT_TIMEOUT, max_answer: int = DEFAULT_MAX_ANSWER
+    ) -> None:
         parts = urllib.parse.urlsplit(url)
         self.url = shown(url)
+        self.deadline: float | None = None
+        self.max_answer = max_answer
+        self._watch = Watchdog(self.abort)
+        self._aborted = False
         self._tls = parts.scheme.lower() == "https"
         self._host = parts.hostname or "localhost"
         self._port = parts.port
@@ -124,15 +189,18 @@ class HttpBackend:
         self._all: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
 
-    def _conn(self) -> http.client.HTTPConnection:
+    def _conn(self, ends: float) -> http.client.HTTPConnection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             cls = _TlsConnection if self._tls else _Connection
             conn = cls(self._host, self._port, timeout=self._timeout)
-            conn.connect_timeout = min(self._timeout, DEFAULT_TIMEOUT)
             self._local.conn = conn
             with self._lock:
+                if self._aborted:
+                    raise RemoteDown("aborted")
                 self._all.append(conn)
+        left = ends - time.monotonic()
+        conn.connect_timeout = max(0.001, min(self._timeout, DEFAULT_TIMEOUT, left))
         return conn
 
     def _request(self, method: str, key: str, body: bytes | None = None) -> tuple[int, bytes]:
@@ -140,25 +208,81 @@ class HttpBackend:
         if self._auth:
             headers["Authorization"] = self._auth
         path = urllib.parse.quote(f"{self._base}/{key}")
-        for attempt in (0, 1):
-            conn = self._conn()
-            fresh = conn.sock is None
-            try:
-                conn.request(method, path, body=body, headers=headers)
-                resp = conn.getresponse()
-                data = resp.read()
-                if resp.will_close:
+        ends = ends_at(self._timeout, self.deadline)
+        token = self._watch.start(ends)
+        try:
+            for attempt in (0, 1):
+                if self._aborted or time.monotonic() >= ends:
+                    raise RemoteDown(f"{method} {path}: {self._late()}")
+                conn = self._conn(ends)
+                fresh = conn.sock is None
+                try:
+                    conn.request(method, path, body=body, headers=headers)
+                    resp = conn.getresponse()
+                    data = self._read(method, path, conn, resp)
+                    if resp.will_close:
+                        conn.close()
+                    return resp.status, data
+                except (
+                    http.client.RemoteDisconnected,
+                    ConnectionResetError,
+                    BrokenPipeError,
+                ) as e:
+                    conn.close()  # a kept-alive connection the server closed: once more, anew
+                    if fresh or attempt or self._aborted:
+                        what = self._late() if self._aborted else e or type(e).__name__
+                        raise RemoteDown(f"{method} {path}: {what}") from None
+                except (OSError, http.client.HTTPException, ValueError) as e:
                     conn.close()
-                return resp.status, data
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as e:
-                conn.close()  # a kept-alive connection the server closed: once more, anew
-                if fresh or attempt:
-                    raise RemoteDown(f"{method} {path}: {e or type(e).__name__}") from None
-            except (OSError, http.client.HTTPException) as e:
+                    if self._aborted:
+                        what = self._late()
+                    elif isinstance(e, TimeoutError):
+                        what = "timed out"
+                    else:
+                        what = str(e) or type(e).__name__
+                    raise RemoteDown(f"{method} {path}: {what}") from None
+            raise AssertionError("unreachable")  # pragma: no cover
+        finally:
+            self._watch.end(token)
+
+    def _read(self, method: str, path: str, conn: http.client.HTTPConnection, resp: Any) -> bytes:
+        """The body of ``resp``, at most ``max_answer`` bytes (:class:`RemoteError` past
+        them, the connection dropped unread)."""
+        length = resp.getheader("Content-Length")
+        said = int(length) if length is not None and length.strip().isdigit() else None
+        if method != "HEAD" and said is not None and said > self.max_answer:
+            conn.close()
+            raise RemoteError(f"{method} {path}: {self._too_large(said)}")
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := resp.read(min(_CHUNK, self.max_answer + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > self.max_answer:
                 conn.close()
-                what = "timed out" if isinstance(e, TimeoutError) else str(e) or type(e).__name__
-                raise RemoteDown(f"{method} {path}: {what}") from None
-        raise AssertionError("unreachable")  # pragma: no cover
+                raise RemoteError(f"{method} {path}: {self._too_large(None)}")
+        if self._aborted or (method != "HEAD" and said is not None and size != said):
+            conn.close()  # cut short (http.client does not say so): by the watchdog?
+            what = self._late() if self._aborted else f"{size} of {said} bytes came"
+            raise RemoteDown(f"{method} {path}: {what}")
+        return b"".join(chunks)
+
+    def _too_large(self, length: int | None) -> str:
+        size = f" of {length} bytes," if length is not None else ""
+        return f"an answer{size} over remote_max_answer ({self.max_answer} bytes)"
+
+    def _late(self) -> str:
+        return f"no answer within {self._timeout:g}s (remote_timeout)"
+
+    def abort(self) -> None:
+        with self._lock:
+            self._aborted = True
+            conns = list(self._all)
+        for conn in conns:
+            sock = conn.sock
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
 
     def get(self, key: str) -> bytes | None:
         status, data = self._request("GET", key)
@@ -182,51 +306,8 @@ class HttpBackend:
         raise RemoteError(f"HEAD {key}: HTTP {status}")
 
     def close(self) -> None:
+        self._watch.stop()
         with self._lock:
             for conn in self._all:
                 conn.close()
             self._all.clear()
-
-
-class RedisBackend:
-    """Keys in a Redis server (``memotest/ac/...``, ``memotest/cas/...``)."""
-
-    PREFIX = "memotest/"
-
-    def __init__(self, url: str, timeout: float = DEFAULT_TIMEOUT) -> None:
-        try:
-            import redis
-        except ImportError:
-            raise ImportError(
-                f"remote {shown(url)}: Redis needs the redis package: pip install 'memotest[redis]'"
-            ) from None
-        self._errors = redis.exceptions
-        self.url = shown(url)
-        self._client: Any = redis.Redis.from_url(
-            url,
-            socket_timeout=timeout,
-            socket_connect_timeout=min(timeout, DEFAULT_TIMEOUT),
-            retry_on_timeout=False,
-        )
-
-    def _call(self, what: str, fn: Any, *args: Any) -> Any:
-        try:
-            return fn(*args)
-        except (self._errors.ConnectionError, self._errors.TimeoutError, OSError) as e:
-            raise RemoteDown(f"{what}: {e or type(e).__name__}") from None
-        except self._errors.RedisError as e:
-            raise RemoteError(f"{what}: {e}") from None
-
-    def get(self, key: str) -> bytes | None:
-        data = self._call(f"GET {key}", self._client.get, self.PREFIX + key)
-        return None if data is None else bytes(data)
-
-    def put(self, key: str, data: bytes) -> None:
-        self._call(f"SET {key}", self._client.set, self.PREFIX + key, data)
-
-    def has(self, key: str) -> bool:
-        return bool(self._call(f"EXISTS {key}", self._client.exists, self.PREFIX + key))
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):  # closing never fails a build
-            self._client.close()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from collections.abc import Mapping
 
 from memotest.remote import wire
@@ -51,7 +52,8 @@ def _parse(key: str, data: bytes, signer: wire.Signer) -> dict[str, float]:
 def fetch_durations(remote: RemoteCache, targets_file: str) -> dict[str, float]:
     """The durations the remote holds for ``targets_file``'s targets (empty on any fault)."""
     key = durations_key(targets_file)
-    data = remote.call(lambda: remote.backend.get(f"ac/{key}"), None)
+    with remote.phase() as until:  # a phase of its own, before the build
+        data = remote.run(lambda: remote.backend.get(f"ac/{key}"), None, until)
     if data is None:
         return {}
     return remote.call(lambda: _parse(key, data, remote.signer), {})
@@ -78,4 +80,5 @@ def publish_durations(remote: RemoteCache, targets_file: str, ran: Mapping[str, 
         text = json.dumps(kept).encode()
         remote.backend.put(f"ac/{key}", wire.seal(FORMAT, text, remote.signer, f"{FORMAT}/{key}"))
 
-    remote.call(merge, None)
+    until = remote.backend.deadline or time.monotonic() + remote.timeout
+    remote.run(merge, None, until)

@@ -19,19 +19,20 @@ Nothing from the remote is trusted that the local check did not verify: the remo
 ever proposes a record, the local files decide. A record whose name, definition,
 environment or recorder is not the target's, or whose outputs are not the target's
 declared ones, is garbage. A remote that fails at any point yields no hit for the targets
-it failed (:class:`~memotest.remote.cache.RemoteCache` counts and warns).
+it failed (:class:`~memotest.remote.cache.RemoteCache` counts and warns). The whole
+fetch is one phase (:meth:`~memotest.remote.cache.RemoteCache.phase`): it ends within
+``remote_timeout``, whatever the remote does, and Ctrl-C stops it at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 from memotest.inputs.registry import blob_kinds, verifiers
 from memotest.model import Target
 from memotest.plan import Fresh, Stale
 from memotest.remote import wire
-from memotest.remote.cache import WORKERS, RemoteCache
+from memotest.remote.cache import RemoteCache
 from memotest.step import Step, Verdict
 from memotest.store import Store, StoreError, default_recorder
 from memotest.store.records import named_blobs
@@ -58,23 +59,30 @@ def fetch(
     ]
     if not wanted or remote.broken:
         return {}
+    with remote.phase() as until:
+        return _fetch(remote, step, store, wanted, until)
+
+
+def _fetch(
+    remote: RemoteCache, step: Step, store: Store, wanted: list[Target], until: float
+) -> dict[str, Verdict]:
     recorder = default_recorder()
     kinds = blob_kinds()
-    with ThreadPoolExecutor(min(WORKERS, len(wanted))) as pool:
-        found = list(
-            pool.map(lambda t: _candidates(remote, step, store, t, recorder, kinds), wanted)
-        )
+    found = remote.map(
+        lambda t: _candidates(remote, step, store, t, recorder, kinds), wanted, until
+    )
     chosen: dict[str, wire.Travelled] = {}
     for target, candidates in zip(wanted, found, strict=True):
-        for trav in candidates:
+        for trav in candidates or ():
             if _holds(trav, step):
                 chosen[target.name] = trav
                 break
-    if not chosen:
+    if not chosen or remote.broken:
         return {}
     items = list(chosen.items())
-    with ThreadPoolExecutor(min(WORKERS, len(items))) as pool:
-        complete = list(pool.map(lambda kv: _fetch_rest(remote, store, kv[1]), items))
+    complete = remote.map(lambda kv: _fetch_rest(remote, store, kv[1]), items, until)
+    if remote.broken:  # ran out of time: what came in part is not used
+        return {}
     imported = []
     for (name, trav), ok in zip(items, complete, strict=True):
         if not ok:

@@ -69,7 +69,9 @@ class Signer:
     """HMAC-SHA256 with the key of ``MEMOTEST_REMOTE_KEY`` (none: nothing signed or checked)."""
 
     def __init__(self, key: str | None) -> None:
-        self.key = key.encode() if key else None
+        if key is not None and not key:
+            raise ValueError("an empty key signs nothing")  # never "no key"
+        self.key = key.encode() if key is not None else None
 
     def sign(self, domain: str, data: bytes) -> str | None:
         if self.key is None:

@@ -31,6 +31,7 @@ SETTINGS_KEYS = {
     "max_size",
     "remote",
     "remote_timeout",
+    "remote_max_answer",
     "select",
 }
 TARGET_KEYS = {
@@ -137,6 +138,14 @@ class Checker:
             if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < 1e6:
                 raise self.fail((*keys, "remote_timeout"), "remote_timeout must be seconds > 0")
             s.remote_timeout = float(t)
+        if "remote_max_answer" in raw:
+            size = parse_size(raw["remote_max_answer"])
+            if size is None:
+                raise self.fail(
+                    (*keys, "remote_max_answer"),
+                    'remote_max_answer must be a size, like "64 MiB", or a number of bytes',
+                )
+            s.remote_max_answer = size
         if "select" in raw:
             if raw["select"] not in ("tests", "files"):
                 raise self.fail((*keys, "select"), 'select must be "tests" or "files"')
