@@ -178,6 +178,9 @@ class Trace:
     #: without truncation, mode or times changed) or ``D`` deleted (existed before). Tells
     #: what a directory listed by the target held before the target changed it.
     first_change: dict[str, str] = field(default_factory=dict)
+    #: Paths the tree changed by any call other than the one that created them (``W``,
+    #: ``U``, ``D``): a folder it made and then changed the mode of is here.
+    altered: set[str] = field(default_factory=set)
     started_ns: int = 0
     finished_ns: int = 0
     #: The start on the file system's clock (the change time of a file touched right

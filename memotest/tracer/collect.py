@@ -149,6 +149,8 @@ def build_trace(
                 if op != "U":
                     changed.add(path)
                 trace.first_change.setdefault(path, op)
+                if op != "N":
+                    trace.altered.add(path)
                 (trace.deleted if op == "D" else trace.writes).add(path)
         elif op == "L":
             path = clean(ev.path)
