@@ -272,7 +272,12 @@ class Order(InputKind):
             return "the recorded modification-time order is gone from the store"
         if order_holds(states, order):
             return "changed"
-        return f"modification-time order changed: {what_flipped(states, order)}"
+        # The input's path is only the oldest of the files: the words name the two whose
+        # relation flipped, and how many files the order holds.
+        return (
+            f"modification-time order of the {len(order.paths)} files it stat'ed changed: "
+            f"{what_flipped(states, order)}"
+        )
 
 
 KIND = Order()
