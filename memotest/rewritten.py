@@ -15,6 +15,7 @@ held it so: a run that only refreshes it (``git status``) is reusable at once.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -33,17 +34,39 @@ class Before(NamedTuple):
     part: str | None = None
 
 
-def snapshot(record: Record | None, states: FileStates) -> dict[str, Before]:
+def snapshot(
+    record: Record | None, states: FileStates, cwd: str | None = None
+) -> dict[str, Before]:
     """Before a run: the files the target's last run read and then wrote, so that
-    :func:`memotest.record.make_record` can tell whether this run left them as they were."""
+    :func:`memotest.record.make_record` can tell whether this run left them as they were;
+    and the index of the git work tree ``cwd`` is in, which any ``git status`` of the
+    run may refresh (a fresh clone's first run included)."""
     out: dict[str, Before] = {}
-    for path in _rewritable(record) if record is not None else ():
+    paths = _rewritable(record) if record is not None else []
+    index = git_index_of(cwd) if cwd else None
+    if index is not None and index not in paths:
+        paths.append(index)
+    for path in paths:
         try:
             fp = states.fingerprint(path, fresh=True)
             out[path] = Before(fp, part_of(fp))
         except OSError:
             continue  # unreadable now: the run cannot be shown to leave it as it was
     return out
+
+
+def git_index_of(cwd: str) -> str | None:
+    """``.git/index`` of the work tree ``cwd`` is in (the nearest ``.git`` folder above it),
+    or None."""
+    folder = os.path.abspath(cwd)
+    while True:
+        index = os.path.join(folder, ".git", "index")
+        if os.path.isdir(os.path.join(folder, ".git")):
+            return index if os.path.isfile(index) else None
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
 
 
 def _rewritable(record: Record) -> list[str]:
