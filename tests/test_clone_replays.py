@@ -17,6 +17,7 @@ they do not), so the targets here run pytest with ``-p no:benchmark``.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -67,7 +68,7 @@ def ties(clone: Path) -> list[bool]:
     """Which neighbours of :data:`STATED`, in path order (a checkout's order), share an
     mtime."""
     ns = [(clone / p).stat().st_mtime_ns for p in STATED]
-    return [a == b for a, b in zip(ns, ns[1:], strict=False)]
+    return [a == b for a, b in itertools.pairwise(ns)]
 
 
 def env() -> dict[str, str]:
