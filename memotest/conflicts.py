@@ -16,6 +16,7 @@ replayed one.
 from __future__ import annotations
 
 import os
+import stat
 
 from memotest import plugins, schedule
 from memotest.model import Outcome, Target, Trace
@@ -84,10 +85,13 @@ class Conflicts:
         skip = self.step.ignore.also(self.step.store_dir, outcome.workdir)
         written = {p for p in trace.writes | trace.deleted if not skip(p)}
         reads = trace.reads | trace.stats | trace.missing | trace.execs | trace.loaded
+        used = trace.reads | trace.missing | trace.execs | trace.loaded | trace.listed
         return schedule.Footprint(
             reads={p for p in reads - written if not skip(p)},
             listed={p for p in trace.listed if not skip(p)},
             writes=written,
+            made_dirs={p for p in written if _made_folder(trace, p)},
+            found={p for p in trace.stats - used - written if not skip(p)},
             entry_dirs={
                 os.path.dirname(p)
                 for p in (trace.created or trace.writes) | trace.deleted
@@ -164,3 +168,16 @@ class Conflicts:
                 if outcome.trace is not None:
                     fp = self.footprint(outcome.trace, outcome)
                     written |= fp.writes | fp.entry_dirs
+
+
+def _made_folder(trace: Trace, path: str) -> bool:
+    """Whether the run made ``path`` (its first change a creation), changed it no other
+    way (no mode or time set, not deleted or renamed over), and left a folder there: what
+    another run's lookup of it shows (a folder, its mode) does not change after (its
+    entries are listings, its mtime is in no order)."""
+    if trace.first_change.get(path) != "N" or path in trace.altered:
+        return False
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False

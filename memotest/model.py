@@ -131,6 +131,14 @@ OBSERVATION_KEYS = (
 )
 
 
+#: Programs whose ``stat`` of a file compares it only with their own record of that file,
+#: never with another file: ``git`` checks each work-tree file's stat data against its
+#: index entry (equality) and its mtime against the index's own (the "racy git" check,
+#: which only decides whether to re-read the content, for the same answer). Their stats
+#: are not in a run's modification-time order (``inputs/order.py``, ``docs/limits.md``).
+ORDERLESS_PROGRAMS = frozenset({"git"})
+
+
 @dataclass
 class Trace:
     """What a command's whole process tree observed, as absolute normalized paths.
@@ -147,6 +155,11 @@ class Trace:
     reads: set[str] = field(default_factory=set)
     writes: set[str] = field(default_factory=set)
     stats: set[str] = field(default_factory=set)
+    #: Of ``stats``: the paths a ``stat``-family call handed a process's times to (``T`` in
+    #: the shim's log; ``access``, ``readlink``, ``realpath`` give none), but for the
+    #: processes of :data:`ORDERLESS_PROGRAMS`. Only these can be in the run's mtime
+    #: order (``inputs/order.py``). None: not told apart (every stat counts).
+    timed: set[str] | None = None
     missing: set[str] = field(default_factory=set)
     listed: set[str] = field(default_factory=set)
     execs: set[str] = field(default_factory=set)
@@ -165,6 +178,9 @@ class Trace:
     #: without truncation, mode or times changed) or ``D`` deleted (existed before). Tells
     #: what a directory listed by the target held before the target changed it.
     first_change: dict[str, str] = field(default_factory=dict)
+    #: Paths the tree changed by any call other than the one that created them (``W``,
+    #: ``U``, ``D``): a folder it made and then changed the mode of is here.
+    altered: set[str] = field(default_factory=set)
     started_ns: int = 0
     finished_ns: int = 0
     #: The start on the file system's clock (the change time of a file touched right

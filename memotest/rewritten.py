@@ -8,18 +8,21 @@ for the files the target's last record says it rewrote (:func:`snapshot`). So th
 run that rewrites a file is never reused; the next, if it leaves the file as it found it
 (a cache written again with the same content), is, with the file as an input. A file whose
 reader takes only a part of it (``memotest/inputs/readers.py``) counts as left as it was
-when that part is, and only its reader read it.
+when that part is, and only its reader read it. A file held by a reader that takes its
+part whoever read it (a git index) is fingerprinted before every run whose last record
+held it so: a run that only refreshes it (``git status``) is reusable at once.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import NamedTuple
 
 from memotest.fingerprint import FileStates, Fingerprint
-from memotest.inputs.readers import UNPARSED
+from memotest.inputs.readers import UNPARSED, reader_for
 from memotest.inputs.section import as_section, part_of
-from memotest.model import Trace
+from memotest.model import Kind, Trace
 from memotest.store import Record
 
 
@@ -31,16 +34,51 @@ class Before(NamedTuple):
     part: str | None = None
 
 
-def snapshot(record: Record | None, states: FileStates) -> dict[str, Before]:
+def snapshot(
+    record: Record | None, states: FileStates, cwd: str | None = None
+) -> dict[str, Before]:
     """Before a run: the files the target's last run read and then wrote, so that
-    :func:`memotest.record.make_record` can tell whether this run left them as they were."""
+    :func:`memotest.record.make_record` can tell whether this run left them as they were;
+    and the index of the git work tree ``cwd`` is in, which any ``git status`` of the
+    run may refresh (a fresh clone's first run included)."""
     out: dict[str, Before] = {}
-    for path in record.rewritten if record is not None else ():
+    paths = _rewritable(record) if record is not None else []
+    index = git_index_of(cwd) if cwd else None
+    if index is not None and index not in paths:
+        paths.append(index)
+    for path in paths:
         try:
             fp = states.fingerprint(path, fresh=True)
             out[path] = Before(fp, part_of(fp))
         except OSError:
             continue  # unreadable now: the run cannot be shown to leave it as it was
+    return out
+
+
+def git_index_of(cwd: str) -> str | None:
+    """``.git/index`` of the work tree ``cwd`` is in (the nearest ``.git`` folder above it),
+    or None."""
+    folder = os.path.abspath(cwd)
+    while True:
+        index = os.path.join(folder, ".git", "index")
+        if os.path.isdir(os.path.join(folder, ".git")):
+            return index if os.path.isfile(index) else None
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def _rewritable(record: Record) -> list[str]:
+    """What the last run rewrote, and the files it held by a part whatever read them (a
+    git index, which any ``git status`` may refresh: ``builtin/git_index.py``): a run
+    that rewrites only what such a file's part leaves out is then reusable at once."""
+    out = list(record.rewritten)
+    for each in record.inputs:
+        if Kind(each.kind) is Kind.SECTION:
+            reader = reader_for(each.path)
+            if reader is not None and not reader.callers and each.path not in out:
+                out.append(each.path)
     return out
 
 

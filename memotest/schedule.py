@@ -38,6 +38,12 @@ class Footprint:
     listed: set[str] = field(default_factory=set)
     writes: set[str] = field(default_factory=set)
     entry_dirs: set[str] = field(default_factory=set)  # dirs that gained or lost entries
+    #: Folders it made (``mkdir``: absent before) and left as folders: a run that only
+    #: found one of them (a successful lookup, no listing, no read) saw what stays there.
+    made_dirs: set[str] = field(default_factory=set)
+    #: Of ``reads``: the paths it only found (``stat``, ``access``, a ``mkdir`` that
+    #: answered EEXIST), neither read, executed nor looked for in vain.
+    found: set[str] = field(default_factory=set)
 
     @classmethod
     def of(
@@ -62,7 +68,8 @@ def conflict(a: Footprint, b: Footprint) -> str | None:
     for w, other in ((a, b), (b, a)):
         if not w.writes:
             continue
-        hit = w.writes & other.reads or w.writes & other.writes or w.writes & other.listed
+        seen = other.reads - (w.made_dirs & other.found)
+        hit = w.writes & seen or w.writes & other.writes or w.writes & other.listed
         if hit:
             return min(hit)
         hit = w.entry_dirs & other.listed

@@ -179,7 +179,7 @@ class Step:
 
     def snapshot(self, target: Target, last: Record | None) -> None:
         """Before ``target`` runs: what its last run rewrote, as it is now."""
-        self.before[target.name] = snapshot(last, self.states)
+        self.before[target.name] = snapshot(last, self.states, target.cwd)
 
     def run(
         self,

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import sys
 
-from conftest import build_statuses, write_tree
+import pytest
+from conftest import build_statuses, memotest, write_tree
 
 PY = sys.executable
 # Like ``coverage erase`` then ``coverage combine``: remove the data file if it is there,
@@ -49,6 +50,27 @@ def test_the_runs_own_leftover_is_another_state_and_runs(tmp_path):
     assert build_statuses(root)[2] == {"cov": "cached"}
 
 
+# The answer of an ``unlink`` reaches the program: one that says whether it removed an old
+# data file (or fails when it did) decides by it, then makes the file anyway. Kept as an
+# input (docs/limits.md, "A run's own leftovers"): the leftover re-runs it once.
+UNLINK_SAYS = (
+    "import os\n"
+    "try:\n    os.unlink('.data'); print('removed old data')\n"
+    "except FileNotFoundError:\n    print('no old data')\n"
+    "open('.data', 'w').write('data')\n"
+)
+
+
+def test_the_answer_of_an_unlink_is_an_input_even_when_the_run_remakes_the_path(tmp_path):
+    root = project(tmp_path, UNLINK_SAYS)
+    assert build_statuses(root)[2] == {"cov": "passed"}
+    _, out, got = build_statuses(root, "-v")  # the leftover: the unlink now succeeds
+    assert got == {"cov": "passed"}, out
+    log = memotest("show", "--log", "cov", cwd=root).stdout.decode()
+    assert "removed old data" in log, log
+    assert build_statuses(root)[2] == {"cov": "cached"}
+
+
 # Like pytest-benchmark under a plain ``python -m pytest``: the import system lists the
 # current folder, then the plugin makes ``.benchmarks`` there (``os.makedirs``, exist_ok).
 LIST_THEN_MKDIR = (
@@ -69,3 +91,94 @@ def test_a_leftover_in_a_folder_the_run_listed_runs_it_once_more(tmp_path):
     # A fresh checkout has no leftover: the first record holds there again.
     (root / ".benchmarks").rmdir()
     assert build_statuses(root)[2] == {"cov": "cached"}
+
+
+# A folder one run makes and another only finds (``os.makedirs(exist_ok=True)``: ``mkdir``
+# answers EEXIST, then a ``stat`` sees a folder), as pytest-benchmark makes ``.benchmarks``
+# in every pytest run: what the finder saw (a folder, its mode) is what stays there, and
+# the check after its run refuses a record whose folder went or appeared meanwhile. Each
+# target waits for a marker file the other leaves, so that the two overlap whatever the
+# machine's load; ``SLOW`` bounds the wait.
+SLOW = 20
+MARKS = ["*.started", "*.done", "*.looked", "*.saw"]
+
+
+def overlapping(tmp_path, first: str, second: str):
+    """Two targets that run at once: ``a`` does ``first`` after ``b`` started, ``b`` does
+    ``second`` once ``a`` did ``first``; both end after both did theirs."""
+    wait = (
+        "import os, sys, time\n"
+        "def wait(name):\n"
+        f"    end = time.time() + {SLOW}\n"
+        "    while not os.path.exists(name) and time.time() < end: time.sleep(0.02)\n"
+        "def mark(name): open(name, 'w').close()\n"
+    )
+    a = wait + f"wait('b.started')\n{first}\nmark('a.done')\nwait('b.done')\n"
+    b = wait + f"mark('b.started')\nwait('a.done')\n{second}\nmark('b.done')\n"
+    return write_tree(
+        tmp_path / "proj",
+        {
+            "memotest.toml": (
+                f"[settings]\nignore = {MARKS!r}\n"
+                f"[targets.a]\ncommand = [{PY!r}, 'a.py']\n"
+                f"[targets.b]\ncommand = [{PY!r}, 'b.py']\n"
+            ),
+            "a.py": a,
+            "b.py": b,
+        },
+    )
+
+
+def clean_marks(root) -> None:
+    for pattern in MARKS:
+        for p in root.glob(pattern):
+            p.unlink()
+
+
+def hazards(root, *args: str) -> tuple[str, dict[str, str]]:
+    clean_marks(root)
+    _code, out, got = build_statuses(root, "-j", "2", *args)
+    return out, got
+
+
+MAKEDIRS = "os.makedirs('.benchmarks', exist_ok=True)"
+
+
+def test_a_folder_one_run_makes_and_another_finds_is_no_hazard(tmp_path):
+    root = overlapping(tmp_path, MAKEDIRS, MAKEDIRS + "; assert os.path.isdir('.benchmarks')")
+    out, got = hazards(root)
+    assert got == {"a": "passed", "b": "passed"}, out
+    assert "hazard" not in out, out
+    out, got = hazards(root)
+    assert got == {"a": "cached", "b": "cached"}, out
+
+
+# The attacks: the same overlap, where what the second run saw is not what stays.
+ATTACKS = {
+    # it looked before the folder was made: saw it absent
+    "looked-before": ("time.sleep(0.5); os.mkdir('d')", "print(os.path.isdir('d'))"),
+    # a file made, not a folder: its stat shows a size the writer may still change
+    "a-file": ("open('d', 'w').write('x' * 10)", "print(os.stat('d').st_size)"),
+    # the folder changed after it was made (its mode): seen before the change
+    "chmod-after": (
+        "os.mkdir('d'); mark('a.done'); wait('b.saw'); os.chmod('d', 0o700)",
+        "print(oct(os.stat('d').st_mode)); mark('b.saw')",
+    ),
+    # the folder listed: its entries are what the maker puts in it
+    "listed": ("os.mkdir('d'); open('d/x', 'w').close()", "print(os.listdir('d'))"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_what_another_run_makes_and_this_one_sees_otherwise_is_a_hazard(tmp_path, name):
+    first, second = ATTACKS[name]
+    if name == "looked-before":  # b looks first, then a makes it while b still runs
+        root = overlapping(tmp_path, "", "")
+        a = root / "a.py"
+        b = root / "b.py"
+        a.write_text(a.read_text().replace("wait('b.started')", f"wait('b.looked')\n{first}"))
+        b.write_text(b.read_text().replace("mark('b.started')", f"{second}\nmark('b.looked')"))
+    else:
+        root = overlapping(tmp_path, first, second)
+    out, _got = hazards(root)
+    assert "hazard:" in out, out

@@ -209,7 +209,7 @@ static int dedup_seen(char op, const char *s, size_t n)
 static int op_dedups(char op)
 {
     switch (op) {
-    case 'R': case 'W': case 'N': case 'S': case 'M': case 'L': case 'D': case 'O':
+    case 'R': case 'W': case 'N': case 'S': case 'T': case 'M': case 'L': case 'D': case 'O':
     case 'C':
     case 'U':
     case 'B': case 'A': case 'X': /* the network: net.c */

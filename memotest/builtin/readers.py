@@ -15,12 +15,15 @@ part of them, whatever the project's test runner.
   ``gzip.GzipFile`` opened it. A property-testing library that rewrites its Unicode
   tables (``codec-*.json.gz``) at every run, the same data under the random name of the
   temporary file it wrote first, made every test that draws text re-run every other one.
+- **a git index** (``.git/index``), whoever read it: by its entries without the stat
+  data git caches of each file (``memotest/builtin/git_index.py``).
 """
 
 from __future__ import annotations
 
 import json
 
+from memotest.builtin.git_index import git_index_digest
 from memotest.hookspecs import hookimpl
 from memotest.inputs.readers import UNPARSED, Caller, Reader, part_digest
 
@@ -121,6 +124,15 @@ READERS = [
         digest=lambda data, path: gzip_digest(data),
         holds_by="its gzip data",
         unparsed="is no longer a gzip file",
+    ),
+    # Whoever reads it: git, a C program (``memotest/builtin/git_index.py``).
+    Reader(
+        name="git-index",
+        match="index",
+        callers=(),
+        digest=git_index_digest,
+        holds_by="its entries",
+        unparsed="no longer parses as a git index",
     ),
 ]
 

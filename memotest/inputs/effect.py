@@ -25,7 +25,10 @@ mode, link count; the symlink text in ``link``), checked by the ``file`` kind's 
 stat fast path and racy-clean rule included (a file the run wrote a moment ago is
 re-hashed until its times are older than the window); ``absent:``, which holds while
 nothing (not even a dangling link) is at the path; ``dir:`` and the ``dir`` kind's
-digest; ``other:`` for a fifo, socket or device, which holds while such a thing is there.
+digest; ``other:`` for a fifo, socket or device, which holds while such a thing is there;
+``section:`` and a reader's part for a file whose reader takes that part whoever read it
+(a git index by its entries: a later ``git status`` decides by them, not by the stat data
+it refreshes).
 
 It is recorded beside the inputs (the state before the run) and checked with them, so the
 no-op path costs one ``lstat`` per written path. A path the run looked for, did not find
@@ -42,18 +45,28 @@ from collections.abc import Sequence
 
 from memotest.fingerprint import UNREADABLE, FileStates, Fingerprint, Refresh
 from memotest.inputs import dir as dir_
-from memotest.inputs import file
+from memotest.inputs import file, section
 from memotest.inputs.base import InputKind
+from memotest.inputs.readers import UNPARSED, reader_for
+from memotest.inputs.section import part_of
 from memotest.model import Input, Kind
 
 #: The prefixes of the digest: what the run left at the path.
 FILE, ABSENT, DIR, OTHER = "file:", "absent:", "dir:", "other:"
+#: A file held by the part its reader takes whoever read it (a git index, which any later
+#: ``git status`` refreshes: ``builtin/git_index.py``): what a later step decides by.
+SECTION = "section:"
 
 
 def after_run(path: str, states: FileStates) -> Fingerprint:
     """The effect of a run on ``path``: what is there right after it (``OSError`` when it
     cannot be read)."""
     now = states.fingerprint(path, fresh=True)
+    reader = reader_for(path) if now.kind is Kind.FILE and now.link is None else None
+    if reader is not None and not reader.callers:
+        part = part_of(now)
+        if part is not None and part != UNPARSED:
+            return Fingerprint(path, Kind.EFFECT, SECTION + part, now.sig, now.verified_ns)
     prefix = {Kind.FILE: FILE, Kind.ABSENT: ABSENT, Kind.DIR: DIR}.get(now.kind, OTHER)
     return Fingerprint(
         path, Kind.EFFECT, prefix + now.digest, now.sig, now.verified_ns, link=now.link
@@ -74,6 +87,9 @@ class Effect(InputKind):
     ) -> bool | Refresh:
         if digest.startswith(FILE):
             return file.KIND.verify(states, path, digest[len(FILE) :], sig, verified_ns, link)
+        if digest.startswith(SECTION):
+            part = digest[len(SECTION) :]
+            return section.KIND.verify(states, path, part, sig, verified_ns, link)
         if digest.startswith(DIR):
             return dir_.KIND.verify(states, path, digest[len(DIR) :], sig, verified_ns, link)
         st = states.lstat(path)

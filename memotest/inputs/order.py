@@ -6,10 +6,17 @@ file is newer than its source. The content of either file need not change for th
 to: ``touch src`` flips it. Raw mtimes would re-run every target after each checkout, so
 what is held is the *order* a program could have observed.
 
-Which mtimes count: those of the run's ``file`` inputs that it looked up by path with the
-``stat`` family (``S`` in the trace: ``stat``, ``lstat``, ``fstatat``, ``statx``,
-``access``...) before changing them, with their times as fingerprinted right after the run
-(the time a ``file`` input was found with). Left out (``docs/limits.md`` says so):
+Which mtimes count: those of the run's ``file`` inputs that it looked up by path with a
+call that handed it the times (``T`` in the trace: ``stat``, ``lstat``, ``fstatat``,
+``statx``: ``Trace.timed``) before changing them, with their times as fingerprinted right
+after the run (the time a ``file`` input was found with). Left out (``docs/limits.md``
+says so):
+
+- paths only looked up by calls that give no time (``access``, ``readlink``,
+  ``realpath``, ``chdir``): no process had a time of them to compare;
+- the stats of ``git`` (``model.ORDERLESS_PROGRAMS``), which compares each file's stat
+  only with its own index entry, never two files (its stats of every tracked file would
+  otherwise make a README edit or a checkout and back re-run every target that runs it);
 
 - files only opened and read: an ``fstat`` of the open descriptor sees the mtime too, but
   the tracer cannot tell it from the ``fstat`` every Python ``open`` makes;
@@ -202,7 +209,8 @@ class Order(InputKind):
     def refine(
         self, inputs: list[Fingerprint], trace: Trace, states: FileStates, store: Store
     ) -> list[Fingerprint]:
-        stated, written = trace.stats, trace.writes
+        stated = trace.timed if trace.timed is not None else trace.stats
+        written = trace.writes
         files = [
             fp
             for fp in inputs
@@ -264,7 +272,12 @@ class Order(InputKind):
             return "the recorded modification-time order is gone from the store"
         if order_holds(states, order):
             return "changed"
-        return f"modification-time order changed: {what_flipped(states, order)}"
+        # The input's path is only the oldest of the files: the words name the two whose
+        # relation flipped, and how many files the order holds.
+        return (
+            f"modification-time order of the {len(order.paths)} files it stat'ed changed: "
+            f"{what_flipped(states, order)}"
+        )
 
 
 KIND = Order()

@@ -37,7 +37,7 @@ from collections.abc import Collection, Mapping
 
 import psutil
 
-from memotest.model import Incomplete, ProcessInfo, Trace
+from memotest.model import ORDERLESS_PROGRAMS, Incomplete, ProcessInfo, Trace
 from memotest.network import unix_path_not_there
 from memotest.tracer.elf import loads_the_shim, why_untraceable
 from memotest.tracer.listing_reports import Listings, combined
@@ -98,6 +98,7 @@ def build_trace(
     incomplete = trace.incomplete
     changed: set[str] = set()  # paths the tree wrote or deleted so far
     images: dict[int, ProcessInfo] = {}
+    timed = trace.timed = set()
     announced: Counter[int] = Counter()
     pending: dict[int, list[str]] = {}  # own execs awaiting the new image's P
     spawned: list[tuple[int, str]] = []  # posix_spawn children: their P may come first
@@ -131,12 +132,14 @@ def build_trace(
             last_exec[ev.pid] = ev.path
         elif not (op == "E" or op == "H"):
             last_exec.pop(ev.pid, None)  # the image (or a new one of that pid) did something
-        if op in "RSM":
+        if op in "RSTM":
             path = clean(ev.path)
             if path is not None and path not in changed:
-                (trace.reads if op == "R" else trace.stats if op == "S" else trace.missing).add(
+                (trace.reads if op == "R" else trace.missing if op == "M" else trace.stats).add(
                     path
                 )
+                if op == "T" and not _orderless(images.get(ev.pid)):
+                    timed.add(path)
                 if op != "M" and ev.pid != root_pid:
                     elsewhere.add(path)
         elif op in "WNDU":
@@ -147,6 +150,8 @@ def build_trace(
                 if op != "U":
                     changed.add(path)
                 trace.first_change.setdefault(path, op)
+                if op != "N":
+                    trace.altered.add(path)
                 (trace.deleted if op == "D" else trace.writes).add(path)
         elif op == "L":
             path = clean(ev.path)
@@ -310,6 +315,12 @@ def _int(s: str | None) -> int | None:
         return int(s) if s is not None else None
     except ValueError:
         return None
+
+
+def _orderless(image: ProcessInfo | None) -> bool:
+    """Whether the process is one of :data:`ORDERLESS_PROGRAMS`: its stats are not in the
+    run's modification-time order."""
+    return image is not None and os.path.basename(image.exe or "") in ORDERLESS_PROGRAMS
 
 
 def _exe(images: dict[int, ProcessInfo], pid: int) -> str | None:

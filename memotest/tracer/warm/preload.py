@@ -199,7 +199,7 @@ def project_reads(
         if (
             current
             and current not in refused
-            and ev.op in "RSMLWNDU"
+            and ev.op in "RSTMLWNDU"
             and path.startswith(inside)
             and not (path + "/").startswith(tuple(roots))
         ):
