@@ -36,7 +36,7 @@ from memotest.remote.fetch import fetch
 from memotest.report import TargetResult
 from memotest.runner import Runner
 from memotest.step import Step
-from memotest.store import Store
+from memotest.store import Record, Store
 from memotest.tracer.warm.pool import WorkerPool
 
 LOCK_TIMEOUT = 600.0
@@ -61,6 +61,8 @@ class MemoResult:
     streamed: bool = False
     #: Why the command said it skipped (``status`` skipped: :mod:`memotest.runner`).
     skip_reason: str | None = None
+    #: The recorded run that was replayed (``cached``), as the store read it.
+    record: Record | None = None
 
 
 def run_memoized(
@@ -155,7 +157,13 @@ def _replay_or_run(
             if replayed is not None:
                 step.report(target, replayed)
                 return MemoResult(
-                    target.name, rec.status, rec.exit_code, True, replayed.log, rec.duration
+                    target.name,
+                    rec.status,
+                    rec.exit_code,
+                    True,
+                    replayed.log,
+                    rec.duration,
+                    record=rec,
                 )
     reason = step.unreplayable.get(target.name) or verdict.reason
     step.snapshot(target, verdict.record)

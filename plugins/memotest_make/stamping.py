@@ -1,0 +1,75 @@
+"""Writing ``memotest-sh``'s stamps (:mod:`memotest_make.stamp` reads them): after the
+full check replayed a line, from its record, verified again."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from memotest import faults
+from memotest.config import Project, Settings
+from memotest.inputs.check import check
+from memotest.memo import MemoResult
+from memotest.model import Kind, Target
+from memotest.observe import file_states
+from memotest.store import Store, StoreError
+from memotest_make import stamp
+
+
+def stamp_replay(
+    root: Path,
+    target: Target,
+    settings: Settings,
+    result: MemoResult,
+    context: str,
+    default_patterns: Sequence[str],
+) -> None:
+    """After the full check replayed a line: its stamp, for the fast path to replay next
+    (:mod:`memotest_make.stamp` says why it is sound). Signatures first, then every input
+    verified again by its kind's checker; any doubt leaves no stamp."""
+    path = stamp.stamp_path(str(root), target.name)
+    stamp.remove(path)
+    rec = result.record
+    if rec is None or rec.variant_id is None or rec.outputs or rec.tests_digest:
+        return
+    try:
+        header = verified_header(root, target, settings, rec.variant_id, time.time_ns())
+        if header is None:
+            return
+        header.update(
+            context=context,
+            default_patterns=list(default_patterns),
+            exit_code=result.exit_code,
+            duration=result.duration,
+        )
+        stamp.write(path, header, result.log)
+    except Exception as exc:  # a stamp is an optimisation: never a failure of the line
+        faults.log(root, f"stamping {target.name}", exc)
+
+
+def verified_header(
+    root: Path, target: Target, settings: Settings, variant_id: int, taken_ns: int
+) -> dict[str, object] | None:
+    try:
+        with Store.open(root, lock=False) as store:
+            rec = store.variants([variant_id]).get(variant_id)
+            if rec is None:
+                return None
+            inputs = list(rec.inputs)
+            if any(Kind(fp.kind).value not in stamp.STAMPABLE_KINDS for fp in inputs):
+                return None
+            paths = stamp.signatures([fp.path for fp in inputs], taken_ns)
+            if paths is None:
+                return None
+            project = Project(root / "memotest.toml", root, settings, {target.name: target})
+            states = file_states(project)
+            states.blobs = store.read_blob
+            states.local = store.roots.local
+            late = [fp for fp in inputs if Kind(fp.kind) is Kind.ORDER]
+            for fp in [*(fp for fp in inputs if Kind(fp.kind) is not Kind.ORDER), *late]:
+                if check(states, fp) is False:
+                    return None
+    except (StoreError, OSError):
+        return None
+    return {"name": target.name, "paths": paths}
