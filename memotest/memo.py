@@ -35,6 +35,7 @@ from memotest.remote import RemoteCache, open_remote
 from memotest.remote.fetch import fetch
 from memotest.report import TargetResult
 from memotest.runner import Runner
+from memotest.signals import uniform_terminal_signals
 from memotest.step import Step
 from memotest.store import Record, Store
 from memotest.tracer.warm.pool import WorkerPool
@@ -90,6 +91,7 @@ def run_memoized(
     once the command is done.
     """
     settings = settings or Settings()
+    uniform_terminal_signals()  # as a build: nohup's SIGHUP is not seen by the run, nor keyed
     project = Project(root / "memotest.toml", root, settings, {target.name: target})
     # No command line here: the hooks get a configuration of their own, with no options.
     config = Config(argparse.Namespace(), plugins.manager())

@@ -273,3 +273,21 @@ def test_memoized_in_a_real_venv_reruns_when_a_dependency_changes(tmp_path):
     code, out = nox(root, "-r", "-s", "tests")
     assert code == 0, out
     assert "dep-version 2.0" in out and counter(count) == 2
+
+
+def test_the_note_comes_after_the_output_on_a_run_and_on_a_replay(helper_project):
+    root, _count = helper_project
+    for want in (" ran: ", " is up to date: "):
+        proc = subprocess.run(
+            [NOX, "-s", "tests"],
+            cwd=root,
+            env=environ(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=120,
+        )
+        out = proc.stdout
+        assert proc.returncode == 0, out
+        note = next(line for line in out.splitlines() if want in line and "memotest:" in line)
+        assert out.index("data=one mode=a") < out.index(note), out
