@@ -96,6 +96,8 @@ COVERS = {
 }
 
 Sig = tuple[int, int, int, int, int, int]
+#: A stamped path with no signature: changed too recently; its content is checked.
+CONTENT = "content"
 
 
 def stamp_path(root: str, name: str) -> str:
@@ -243,22 +245,78 @@ class Stamp:
         return [str(p) for p in pats] if isinstance(pats, list) else []
 
     def holds(self, digest: str) -> bool:
-        """Whether the context is the stamped one and every path has its signature."""
+        """Whether the context is the stamped one and every path has its signature, or,
+        for a file held by its content alone, its recorded digest (a rebuilt binary, the
+        same bytes: then the stamped mtime orders are checked too)."""
         if self.header.get("context") != digest:
             return False
         paths = self.header.get("paths")
         if not isinstance(paths, list):
             return False
+        rehashed = False
         for entry in paths:
-            path, lsig, sig = entry
+            path, lsig, sig, digests = entry
             now = signature(path)
-            if (list(now) if now is not None else None) != lsig:
-                return False
+            if lsig == CONTENT or (list(now) if now is not None else None) != lsig:
+                if not digests or now is None or not _content_holds(path, now, digests):
+                    return False
+                rehashed = True
+                continue
             if sig is not None or (now is not None and (now[0] & 0o170000) == 0o120000):
                 target = signature(path, follow=True)
                 if (list(target) if target is not None else None) != sig:
                     return False
+        return not rehashed or self._orders_hold()
+
+    def _orders_hold(self) -> bool:
+        """The record's mtime orders (``inputs/order.py``): each file's mtime keeps its
+        relation (``<`` newer, ``=`` the same) to the one before."""
+        for marks, paths in self.header.get("orders") or []:
+            mtimes = []
+            for path in paths:
+                st = signature(path, follow=True)
+                if st is None or st[0] == -1:
+                    return False
+                mtimes.append(st[4])
+            for i in range(1, len(mtimes)):
+                newer = mtimes[i] > mtimes[i - 1]
+                if mtimes[i] < mtimes[i - 1] or newer != (marks[i] == "<"):
+                    return False
         return True
+
+
+def _content_holds(path: str, now: Sig, digests: list[str]) -> bool:
+    """Whether a regular file (not a link) has the content, mode and link count each
+    recorded digest says (``observable.file_digest``: xxh3-128 of the bytes, then
+    ``:MODE:NLINK``, ``*`` for a count not held; ``file:`` before an effect's)."""
+    if (now[0] & 0o170000) != 0o100000:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        before = os.fstat(fd)
+        h = xxhash.xxh3_128()
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+        after = os.fstat(fd)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    if (before.st_mtime_ns, before.st_size, before.st_ctime_ns) != (
+        after.st_mtime_ns,
+        after.st_size,
+        after.st_ctime_ns,
+    ):
+        return False
+    head = f"{h.hexdigest()}:{before.st_mode & 0o7777:o}:"
+    for recorded in digests:
+        recorded = recorded.removeprefix("file:")
+        if recorded not in (head + str(before.st_nlink), head + "*"):
+            return False
+    return True
 
 
 def write(path: str, header: dict[str, object], log: bytes) -> None:
@@ -279,9 +337,15 @@ def remove(path: str) -> None:
         os.unlink(path)
 
 
-def signatures(paths: Iterable[str], taken_ns: int) -> list[list[object]] | None:
-    """``[path, lstat signature, stat signature when a link]`` of each path, or None when
-    one was changed too recently to prove anything later (racy: see the docstring)."""
+def signatures(
+    paths: Iterable[str], taken_ns: int, digests: Mapping[str, list[str]] | None = None
+) -> list[list[object]] | None:
+    """``[path, lstat signature, stat signature when a link, recorded digests]`` of each
+    path, or None when one was changed too recently to prove anything later (racy: see
+    the docstring). ``digests``: the paths held by their content alone (``file`` inputs,
+    no link), with their recorded digests: such a path may be racy (its signature is then
+    stamped as no signature, and its content checked every time)."""
+    digests = digests or {}
     out: list[list[object]] = []
     limit = taken_ns - RACY_WINDOW_NS
     for path in sorted(set(paths)):
@@ -289,12 +353,12 @@ def signatures(paths: Iterable[str], taken_ns: int) -> list[list[object]] | None
         sig = None
         if lsig is not None and (lsig[0] & 0o170000) == 0o120000:
             sig = signature(path, follow=True)
-        for s in (lsig, sig):
-            if s is not None and (s[0] == -1 or max(s[4], s[5]) >= limit):
-                return None
-        out.append(
-            [path, list(lsig) if lsig is not None else None, list(sig) if sig is not None else None]
-        )
+        held = digests.get(path)
+        racy = any(s is not None and (s[0] == -1 or max(s[4], s[5]) >= limit) for s in (lsig, sig))
+        if racy and not held:
+            return None
+        stamped: object = CONTENT if racy else (list(lsig) if lsig is not None else None)
+        out.append([path, stamped, list(sig) if sig is not None else None, held])
     return out
 
 

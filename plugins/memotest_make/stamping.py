@@ -3,13 +3,16 @@ full check replayed a line, from its record, verified again."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from memotest import faults
 from memotest.config import Project, Settings
+from memotest.fingerprint import Fingerprint
 from memotest.inputs.check import check
+from memotest.inputs.order import split_order
 from memotest.memo import MemoResult
 from memotest.model import Kind, Target
 from memotest.observe import file_states
@@ -59,9 +62,15 @@ def verified_header(
             inputs = list(rec.inputs)
             if any(Kind(fp.kind).value not in stamp.STAMPABLE_KINDS for fp in inputs):
                 return None
-            paths = stamp.signatures([fp.path for fp in inputs], taken_ns)
+            paths = stamp.signatures([fp.path for fp in inputs], taken_ns, content_held(inputs))
             if paths is None:
                 return None
+            orders = []
+            for fp in inputs:
+                if Kind(fp.kind) is Kind.ORDER:
+                    recorded = split_order(store.read_blob(fp.digest))
+                    local = [store.roots.local(os.fsdecode(p)) for p in recorded.paths]
+                    orders.append([recorded.marks.decode(), local])
             project = Project(root / "memotest.toml", root, settings, {target.name: target})
             states = file_states(project)
             states.blobs = store.read_blob
@@ -72,4 +81,20 @@ def verified_header(
                     return None
     except (StoreError, OSError):
         return None
-    return {"name": target.name, "paths": paths}
+    return {"name": target.name, "paths": paths, "orders": orders}
+
+
+def content_held(inputs: list[Fingerprint]) -> dict[str, list[str]]:
+    """The paths whose every input is a ``file`` one (or an effect's file) read through
+    no link: held by content, mode and link count alone, with those digests."""
+    kinds: dict[str, set[str]] = {}
+    digests: dict[str, list[str]] = {}
+    for fp in inputs:
+        kind = Kind(fp.kind).value
+        digest = fp.digest
+        if kind == "effect" and digest.startswith("file:"):
+            kind = "file"
+        kinds.setdefault(fp.path, set()).add(kind)
+        if kind == "file" and getattr(fp, "link", None) is None:
+            digests.setdefault(fp.path, []).append(digest)
+    return {p: d for p, d in digests.items() if kinds[p] == {"file"}}

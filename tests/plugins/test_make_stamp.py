@@ -128,3 +128,43 @@ def test_the_environment_and_process_state_are_keyed(stamped):
     )
     assert umask.returncode == 0, umask.stderr
     assert runs(counter, "file") == 2
+
+
+def test_a_file_rewritten_with_the_same_bytes_replays_but_not_a_flipped_order(tmp_path):
+    """A stamped file whose signature moved is checked by content (a rebuilt binary, the
+    same bytes, replays); then the record's mtime orders are checked: ``touch`` that flips
+    which file is newer runs the line (the attack on the content fallback)."""
+    counter = tmp_path / "counter"
+    root = tmp_path / "proj"
+    write(
+        root,
+        {
+            "count.py": COUNT,
+            "src.txt": "s",
+            "data.txt": "d",
+            "Makefile": f"""
+                SHELL := memotest-sh
+                .SHELLFLAGS = --target=$@ -c
+                cmp:
+                \t@{PY} count.py {counter} cmp; cat gen.txt src.txt data.txt; \\
+                  if [ gen.txt -nt src.txt ]; then echo newer; else echo older; fi
+            """,
+        },
+    )
+    time.sleep(0.05)
+    (root / "gen.txt").write_text("g")  # newer than src.txt
+    assert "newer" in make(root, "cmp").stdout
+    time.sleep(AGE_S)
+    assert "up to date, replayed" in make(root, "cmp").stderr  # the full check: stamped
+    assert (root / ".memotest" / stamp.STAMPS_DIR).is_dir()
+    (root / "data.txt").write_text("d")  # the same bytes, a new signature
+    again = make(root, "cmp")
+    assert "up to date, replayed" in again.stderr and runs(counter, "cmp") == 1, again.stderr
+    (root / ".memotest" / "db.sqlite").rename(root / "db.away")  # the stamp alone decides
+    again = make(root, "cmp")
+    assert "up to date, replayed" in again.stderr and runs(counter, "cmp") == 1, again.stderr
+    (root / "db.away").rename(root / ".memotest" / "db.sqlite")
+    os.utime(root / "src.txt")  # now src.txt is the newer: the same bytes everywhere
+    flipped = make(root, "cmp")
+    assert flipped.returncode == 0, flipped.stderr
+    assert "older" in flipped.stdout and runs(counter, "cmp") == 2
