@@ -41,7 +41,7 @@ def test_after_fail_revert_edit_the_reason_is_the_replayed_runs(tmp_path):
     assert "last passed" in listed, listed
     shown = memotest("show", "t", cwd=root).stdout.decode()
     assert shown.startswith("t: passed (exit code 0)"), shown
-    code, out, statuses = build_statuses(root, "-v")
+    _code, out, statuses = build_statuses(root, "-v")
     assert statuses == {"t": "passed"}
     assert f"{root / 'code.txt'}: content changed" in out and "last run failed" not in out
 

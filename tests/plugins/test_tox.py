@@ -567,7 +567,9 @@ def test_tox_users_declare_services_in_tox_ini(tmp_path):
     from memotest_tox import tox_settings
 
     ini = tmp_path / "tox.ini"
-    ini.write_text("[tox]\nenv_list = py\n[memotest]\nservices =\n  127.0.0.1:6379\n  unix:/run/x.sock\n")
+    ini.write_text(
+        "[tox]\nenv_list = py\n[memotest]\nservices =\n  127.0.0.1:6379\n  unix:/run/x.sock\n"
+    )
     assert tox_settings.services(ini) == ("127.0.0.1:6379", "unix:/run/x.sock")
     note = "connected to 127.0.0.1:6379, which no process of the target listens on; declare it "
     note += "in settings.services if its data never changes the result"
