@@ -41,6 +41,9 @@ SIZE_TIMEOUTS = {"small": 60, "medium": 300, "large": 900, "enormous": 3600}
 TIMEOUTS = {"short": 60, "moderate": 300, "long": 900, "eternal": 3600}
 TEST_RULES = ("py_test", "sh_test")
 PYTHON = "python3"
+#: What runs a py_test's main file: as ``python3 MAIN`` does, with memotest's listing watch
+#: (``launch_path/memotest_py_test.py``: a new file at the root does not re-run it).
+LAUNCHER = str(Path(__file__).resolve().parent / "launch_path" / "memotest_py_test.py")
 
 
 @hookimpl
@@ -271,7 +274,7 @@ class Workspace:
         run_env: dict[str, str] = {}
         if rule.kind == "py_test":
             main = self.main(rule, srcs)
-            command: tuple[str, ...] = (PYTHON, main, *args)
+            command: tuple[str, ...] = (PYTHON, LAUNCHER, main, *args)
             run_env["PYTHONPATH"] = os.pathsep.join([str(self.root), *imports])
         else:
             if len(srcs) != 1:

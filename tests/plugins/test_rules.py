@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 from conftest import REPO, memotest
-from memotest_rules.plugin import Workspace
+from memotest_rules.plugin import LAUNCHER, Workspace
 
 from memotest.errors import ConfigError
 
@@ -174,14 +176,14 @@ def test_rule_attributes_map_to_targets(ws):
     root, _ = ws
     w = Workspace(root)
     math = w.tests["//lib:math_test"].target
-    assert math.command == ("python3", "lib/math_test.py")
+    assert math.command == ("python3", LAUNCHER, "lib/math_test.py")
     assert dict(math.env)["PYTHONPATH"] == str(root)
     assert math.cwd == str(root) and math.timeout == 60.0
     assert math.inputs == ("lib/cases.txt", "lib/math_test.py", "lib/mathlib.py")
     big = w.tests["//lib:big_test"].target
     assert big.timeout == 60.0  # an explicit timeout wins over size
     assert big.tags == {"exclusive", "flaky"}
-    assert big.command == ("python3", "lib/big_test.py")
+    assert big.command == ("python3", LAUNCHER, "lib/big_test.py")
     sub = w.tests["//lib/sub:sub_test"].target
     assert sub.tags == {"flaky", "no-cache"} and sub.timeout == 300.0
     assert sub.command == ("sh", "lib/sub/sub_test.sh")
@@ -299,3 +301,39 @@ def test_example_workspace(tmp_path):
     }
     code, out, st = build(root, "//:fast")
     assert code == 0 and st == {"//calc:arith_test": "cached", "//scripts:greet_test": "cached"}
+
+
+def test_a_new_file_at_the_root_does_not_rerun_a_py_test_but_a_shadowing_module_does(tmp_path):
+    """The root is on PYTHONPATH: the import system lists it. The py_test's launcher
+    reports what it looked for there, so a new NOTES.md holds; the attack: a package
+    ``lib/`` that an ``import lib`` now finds first must re-run the test (and fail it)."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "MODULE.bazel").write_text("")
+    (root / "lib.py").write_text("def double(x):\n    return 2 * x\n")
+    (root / "lib_test.py").write_text(
+        "import sys, lib\nassert lib.double(2) == 4\nprint(sys.argv, __name__)\n"
+    )
+    (root / "BUILD").write_text(
+        'py_test(name = "lib_test", srcs = ["lib_test.py"], args = ["x"])\n'
+    )
+    # python3 is this interpreter (a pyenv shim is a shell script that execs python: a
+    # process of two images, whose report memotest does not trust, holding the root whole).
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+
+    def statuses() -> dict[str, str]:
+        report = tmp_path / "report.json"
+        memotest("build", "--json-report", str(report), cwd=root, env=env)
+        return {t["name"]: t["status"] for t in json.loads(report.read_text())["targets"]}
+
+    assert statuses() == {"//:lib_test": "passed"}
+    assert (
+        "['lib_test.py', 'x'] __main__"
+        in memotest("show", "--log", "//:lib_test", cwd=root, env=env).stdout.decode()
+    )
+    (root / "NOTES.md").write_text("notes\n")
+    explained = memotest("explain", "//:lib_test", cwd=root, env=env).stdout.decode()
+    assert statuses() == {"//:lib_test": "cached"}, explained
+    (root / "lib").mkdir()
+    (root / "lib" / "__init__.py").write_text("def double(x):\n    return 5\n")
+    assert statuses() == {"//:lib_test": "failed"}
