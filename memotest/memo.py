@@ -64,6 +64,8 @@ class MemoResult:
     skip_reason: str | None = None
     #: The recorded run that was replayed (``cached``), as the store read it.
     record: Record | None = None
+    #: The definition and environment hashes of the key checked (and recorded under).
+    key_hashes: tuple[str, str] | None = None
 
 
 def run_memoized(
@@ -188,7 +190,16 @@ def _replay_or_run(
         fault=result.fault,
         streamed=tee is not None,
         skip_reason=outcome.skip_reason,
+        key_hashes=_hashes(step, target),
     )
+
+
+def _hashes(step: Step, target: Target) -> tuple[str, str] | None:
+    try:
+        key = step.key(target)
+    except Exception:  # only an optimisation's hint (memotest-sh's stamps)
+        return None
+    return key.def_hash, key.env_hash
 
 
 def _record(

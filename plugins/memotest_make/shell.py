@@ -281,6 +281,10 @@ def memoize(inv: Invocation, environ: Mapping[str, str]) -> int:
     else:
         if result.status == "passed":
             outputs.remember()
+            if not result.note:  # recorded, reusable: the next make replays it fast
+                from memotest_make.stamping import stamp_run
+
+                stamp_run(Path(root), target, settings, result, context, DEFAULT_PASS_ENV)
         if result.note and (result.fault or not inv.quiet):
             print(f"[memotest] {inv.target}: {result.note}", file=sys.stderr)
     if result.status == "timeout":

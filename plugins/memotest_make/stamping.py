@@ -16,6 +16,7 @@ from memotest.inputs.order import split_order
 from memotest.memo import MemoResult
 from memotest.model import Kind, Target
 from memotest.observe import file_states
+from memotest.roots import of as roots_of
 from memotest.store import Store, StoreError
 from memotest_make import stamp
 
@@ -47,6 +48,44 @@ def stamp_replay(
             duration=result.duration,
         )
         stamp.write(path, header, result.log)
+    except Exception as exc:  # a stamp is an optimisation: never a failure of the line
+        faults.log(root, f"stamping {target.name}", exc)
+
+
+def stamp_run(
+    root: Path,
+    target: Target,
+    settings: Settings,
+    result: MemoResult,
+    context: str,
+    default_patterns: Sequence[str],
+) -> None:
+    """After a line ran, passed and was recorded: the stamp of that record, so that the
+    next ``make`` replays it by the fast path already. The newest record of the line's
+    name is that one only if its key is the one this run was recorded under (another make
+    with another environment may have recorded the same line meanwhile): else no stamp."""
+    path = stamp.stamp_path(str(root), target.name)
+    stamp.remove(path)
+    try:
+        with Store.open(root, lock=False, roots=roots_of(root, settings.roots)) as store:
+            rec = store.get(target.name)
+            if rec is None or rec.variant_id is None or rec.outputs or rec.tests_digest:
+                return
+            if result.key_hashes is None or (rec.def_hash, rec.env_hash) != result.key_hashes:
+                return
+            if rec.status != "passed" or not rec.cacheable:
+                return
+            log = store.read_blob(rec.log_digest) if rec.log_digest else b""
+        header = verified_header(root, target, settings, rec.variant_id, time.time_ns())
+        if header is None:
+            return
+        header.update(
+            context=context,
+            default_patterns=list(default_patterns),
+            exit_code=rec.exit_code,
+            duration=rec.duration,
+        )
+        stamp.write(path, header, log)
     except Exception as exc:  # a stamp is an optimisation: never a failure of the line
         faults.log(root, f"stamping {target.name}", exc)
 
