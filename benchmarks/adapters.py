@@ -452,7 +452,12 @@ def main() -> int:
     ap.add_argument(
         "--stem", help="the results file's name (benchmarks/results/STEM.json) and logs' folder"
     )
+    ap.add_argument(
+        "--make", action="store_true", help="only the make and BUILD rows (benchmarks/make_rows.py)"
+    )
     args = ap.parse_args()
+    if args.make:
+        return make_rows_main()
     names = (
         args.projects.split(",")
         if args.projects
@@ -469,6 +474,17 @@ def main() -> int:
     print_table(results)
     print(f"\nwrote {out.relative_to(REPO)}")
     return 0 if all(all(r["goals"].values()) for r in results) else 1
+
+
+def make_rows_main() -> int:
+    """The make and BUILD rows (issue 28): ``benchmarks/make_rows.py``."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import make_rows
+
+    rows = make_rows.run_all()
+    make_rows.print_rows(rows)
+    (RESULTS / "adapters-make.json").write_text(json.dumps(rows, indent=2) + "\n")
+    return 0 if all(r["goal"] for r in rows) else 1
 
 
 if __name__ == "__main__":

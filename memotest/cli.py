@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from memotest import __version__
 from memotest.commands import build, explain, graph, show, trace
 from memotest.errors import UsageError
+from memotest.signals import uniform_terminal_signals
 from memotest.textsafe import safe_streams
 
 COMMANDS = (build, explain, show, graph, trace)
@@ -38,6 +39,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     safe_streams()  # a path that is not UTF-8 is printed with a backslash escape
+    uniform_terminal_signals()  # nohup and background jobs: not seen by the runs (nor keyed)
     try:
         parser = make_parser()  # loads the plugins, which may be wrong
         args = parser.parse_args(argv)

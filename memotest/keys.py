@@ -18,6 +18,10 @@ and per target the real path of its working folder (what ``os.getcwd()`` returns
 same path through a retargeted symbolic link is another folder). These values are not
 secrets and are kept in clear.
 
+The signals a terminal session ignores (``SIGHUP`` under ``nohup``, ``SIGINT`` and
+``SIGQUIT`` in a background job) are set to their default for every run too, and so are
+not keyed: :mod:`memotest.signals`.
+
 Portable keys: the same target in a copy of the project at another path has the same key.
 Every path in the key is taken under the project's roots (:mod:`memotest.roots`): the
 folder (``@project/sub``), the paths in the command, the declared env and inputs, and in

@@ -35,8 +35,9 @@ from memotest.remote import RemoteCache, open_remote
 from memotest.remote.fetch import fetch
 from memotest.report import TargetResult
 from memotest.runner import Runner
+from memotest.signals import uniform_terminal_signals
 from memotest.step import Step
-from memotest.store import Store
+from memotest.store import Record, Store
 from memotest.tracer.warm.pool import WorkerPool
 
 LOCK_TIMEOUT = 600.0
@@ -61,6 +62,10 @@ class MemoResult:
     streamed: bool = False
     #: Why the command said it skipped (``status`` skipped: :mod:`memotest.runner`).
     skip_reason: str | None = None
+    #: The recorded run that was replayed (``cached``), as the store read it.
+    record: Record | None = None
+    #: The definition and environment hashes of the key checked (and recorded under).
+    key_hashes: tuple[str, str] | None = None
 
 
 def run_memoized(
@@ -88,6 +93,7 @@ def run_memoized(
     once the command is done.
     """
     settings = settings or Settings()
+    uniform_terminal_signals()  # as a build: nohup's SIGHUP is not seen by the run, nor keyed
     project = Project(root / "memotest.toml", root, settings, {target.name: target})
     # No command line here: the hooks get a configuration of their own, with no options.
     config = Config(argparse.Namespace(), plugins.manager())
@@ -159,7 +165,13 @@ def _replay_or_run(
             if replayed is not None:
                 step.report(target, replayed)
                 return MemoResult(
-                    target.name, rec.status, rec.exit_code, True, replayed.log, rec.duration
+                    target.name,
+                    rec.status,
+                    rec.exit_code,
+                    True,
+                    replayed.log,
+                    rec.duration,
+                    record=rec,
                 )
     reason = step.unreplayable.get(target.name) or verdict.reason
     step.snapshot(target, verdict.record)
@@ -182,7 +194,16 @@ def _replay_or_run(
         fault=result.fault,
         streamed=tee is not None,
         skip_reason=outcome.skip_reason,
+        key_hashes=_hashes(step, target),
     )
+
+
+def _hashes(step: Step, target: Target) -> tuple[str, str] | None:
+    try:
+        key = step.key(target)
+    except Exception:  # only an optimisation's hint (memotest-sh's stamps)
+        return None
+    return key.def_hash, key.env_hash
 
 
 def _record(

@@ -26,10 +26,12 @@ was ``uncacheable`` (with the reason the record gives; when it is not the newest
 candidate, what changed for the newest comes first), or a blob its replay needs is gone
 (``blob-missing``); no candidate holds, and the newest did not pass or was not cacheable
 (``failed``, ``uncacheable``: as before variants, the last run's result comes first); or
-an ``input`` changed: the candidate with the fewest changed inputs (the newest of those)
-is named, with the first changed path in sorted order and the count, and when there are
-several candidates, when it was recorded. Missing declared outputs are not a reason: a hit
-restores them.
+an ``input`` changed. When no candidate holds, the reason is that of the candidate that
+decided last (``last_used_ns``: the one replayed or recorded most recently; after a
+failing edit and its revert, the older pass that was replayed, not the newer fail): its
+result if it did not pass, else its first changed path in sorted order and the count (all
+of them in ``Stale.changed``), and when there are several candidates, when it was
+recorded. Missing declared outputs are not a reason: a hit restores them.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from memotest.model import Target
 from memotest.shaping import withdrawn
 from memotest.store import FpRow, Head, InputList, Record, Store, default_recorder, split_output
 
-__all__ = ["STALE_KINDS", "Fresh", "Stale", "TargetKey", "plan"]
+__all__ = ["STALE_KINDS", "Fresh", "Stale", "TargetKey", "describe_all", "plan"]
 
 #: Every ``Stale.kind``.
 STALE_KINDS = (
@@ -96,6 +98,8 @@ class Stale:
     detail: str | None = None
     count: int = 0
     record: Record | None = field(default=None, compare=False, repr=False)
+    #: Kind ``input``: every changed input of the run named, sorted (``explain -v``).
+    changed: tuple[FpRow, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def fresh(self) -> bool:
@@ -218,8 +222,8 @@ def _ids(rec: Record) -> Any:
 
 
 def _changed(checker: Checker, rec: Record, last: Record, others: int) -> Stale:
-    """Why ``rec``, the closest candidate, does not hold (``others``: how many other
-    candidates there are)."""
+    """Why ``rec``, the candidate that decided last, does not hold (``others``: how many
+    other candidates there are)."""
     changed = checker.invalid.intersection(_ids(rec))
     known = sorted(
         (FpRow._make(checker.rows[i]) for i in changed if i in checker.rows),
@@ -237,8 +241,25 @@ def _changed(checker: Checker, rec: Record, last: Record, others: int) -> Stale:
     if len(changed) > 1:
         reason += f" (and {len(changed) - 1} more changed input{'s' * (len(changed) > 2)})"
     if others:
-        reason += f" [the closest of {others + 1} recorded variants, recorded {_when(rec)}]"
-    return Stale("input", reason, path=first.path, detail=detail, count=len(changed), record=last)
+        reason += f" [the last of {others + 1} recorded variants to run, recorded {_when(rec)}]"
+    return Stale(
+        "input",
+        reason,
+        path=first.path,
+        detail=detail,
+        count=len(changed),
+        record=last,
+        changed=tuple(known),
+    )
+
+
+def describe_all(stale: Stale, states: FileStates) -> list[str]:
+    """``path: what happened`` for every changed input of ``stale`` (``explain -v``)."""
+    out = []
+    for row in stale.changed:
+        detail = describe_change(row.fingerprint(), states) or "changed"
+        out.append(f"{row.path}: {detail}")
+    return out
 
 
 def _validated(store: Store, checker: Checker, tried: list[Record], others: list[Record]) -> bool:
@@ -252,8 +273,7 @@ def _validated(store: Store, checker: Checker, tried: list[Record], others: list
     return not checker.invalid or store.input_ids(tried) is not None
 
 
-def _when(rec: Record) -> str:
-    """When ``rec`` was recorded, in local time."""
+def _when(rec: Record) -> str:  # when ``rec`` was recorded, in local time
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(rec.finished_ns / 1e9))
 
 
@@ -318,6 +338,7 @@ def _plan(
         states.blobs = store.read_blob  # what the digests of some kinds name
         states.local = store.roots.local
     heads = store.variant_heads(t.name for t in targets)
+    used = {h.id: h.last_used_ns for hs in heads.values() for h in hs}
     cands: dict[str, list[int]] = {}
     first: set[int] = set()  # round 1: each target's newest variant and newest candidate
     for target in targets:
@@ -368,11 +389,11 @@ def _plan(
                     reason = f"{newer.reason}; the run recorded {when} holds: {verdict.reason}"
                     out[name] = replace(verdict, reason=reason)
                 continue
-            out[name] = _stale_by_result(variants[0], last[name]) or _changed(
-                checker,
-                min(variants, key=lambda r: len(checker.invalid.intersection(_ids(r)))),
-                last[name],
-                len(variants) - 1,
+            # The run that decided last (replayed or recorded: after a failing edit and its
+            # revert, the older pass that was replayed, not the newer fail) gives the reason.
+            latest = max(variants, key=lambda r: (used.get(r.variant_id or 0, 0), r.variant_id))
+            out[name] = _stale_by_result(latest, last[name]) or _changed(
+                checker, latest, last[name], len(variants) - 1
             )
     if checker.refresh and store.locked:
         store.refresh(checker.refresh)

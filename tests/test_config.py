@@ -192,7 +192,7 @@ def test_targets_file_found_in_a_parent(tmp_path):
     [
         (["build", "-j", "0"], "build: -j must be at least 1"),
         (["frob"], "invalid choice: 'frob'"),
-        (["explain"], "explain: the following arguments are required: TARGET"),
+        (["explain"], "explain needs a TARGET: memotest explain TARGET"),
     ],
 )
 def test_bad_command_lines_are_one_line_and_exit_2(tmp_path, args, message):

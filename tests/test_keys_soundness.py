@@ -144,12 +144,35 @@ def test_ignored_signals_are_part_of_the_key(tmp_path):
         tmp_path,
         """
         import signal
-        assert signal.getsignal(signal.SIGHUP) == signal.SIG_DFL
+        assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL
         """,
     )
     # Each case sets the disposition itself: the suite may run under nohup (SIGHUP ignored).
-    assert _with_preexec(proj, "signal.signal(signal.SIGHUP, signal.SIG_DFL)") == {"t": "passed"}
-    assert _with_preexec(proj, "signal.signal(signal.SIGHUP, signal.SIG_IGN)") == {"t": "failed"}
+    assert _with_preexec(proj, "signal.signal(signal.SIGUSR1, signal.SIG_DFL)") == {"t": "passed"}
+    assert _with_preexec(proj, "signal.signal(signal.SIGUSR1, signal.SIG_IGN)") == {"t": "failed"}
+
+
+def test_what_nohup_and_a_background_job_ignore_every_run_gets_at_its_default(tmp_path):
+    """SIGHUP (nohup), SIGINT and SIGQUIT (a background job) are not keyed: the attack is
+    a run that would see them ignored. It must see them at their default, so that the
+    record made under nohup is the one a normal shell replays (memotest/signals.py)."""
+    proj = _state_project(
+        tmp_path,
+        """
+        import signal
+        for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT):
+            assert signal.getsignal(sig) != signal.SIG_IGN, sig
+        print(open("/proc/self/status").read().split("SigIgn:")[1].split()[0])
+        """,
+    )
+    nohup = "; ".join(
+        f"signal.signal(signal.{s}, signal.SIG_IGN)" for s in ("SIGHUP", "SIGINT", "SIGQUIT")
+    )
+    normal = "; ".join(
+        f"signal.signal(signal.{s}, signal.SIG_DFL)" for s in ("SIGHUP", "SIGINT", "SIGQUIT")
+    )
+    assert _with_preexec(proj, nohup) == {"t": "passed"}
+    assert _with_preexec(proj, normal) == {"t": "cached"}
 
 
 def test_the_real_working_folder_is_part_of_the_key(tmp_path):

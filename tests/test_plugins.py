@@ -148,10 +148,12 @@ def test_a_plugin_registered_in_configure_gets_the_historic_hooks(tmp_path):
     proc = memotest("build", cwd=tmp_path, env=env_with(tmp_path, "memotest_late"))
     err = proc.stderr.decode().splitlines()
     assert proc.returncode == 0, err
-    # Both parsers' addoption calls are replayed, then the configure call, then unconfigure.
+    # The parsers' addoption calls are replayed, then the configure call, then unconfigure.
     assert [line for line in err if line.startswith(("late", "unconfigure"))] == [
         "late addoption memotest build",
         "late addoption memotest explain",
+        "late addoption memotest show",
+        "late addoption memotest list",
         "late configure",
         "unconfigure (late registered)",
     ]

@@ -1,6 +1,7 @@
 """Many recorded runs per target, on real processes: a branch switched back to replays, the
 newest holding run decides (a flaky fail is never hidden by an older pass), the store's
-size bound evicts the least recently used runs, and ``explain`` names the closest one."""
+size bound evicts the least recently used runs, and ``explain`` names the one that ran
+last."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ def test_a_newer_fail_of_the_same_state_is_never_hidden_by_an_older_pass(tmp_pat
     assert "recorded runs (variants): 2" in shown, shown
 
 
-def test_explain_names_the_closest_variant(tmp_path: Path) -> None:
+def test_explain_names_the_variant_that_ran_last(tmp_path: Path) -> None:
     toml = """
         [targets.t]
         command = "cat x.txt y.txt z.txt"
@@ -92,9 +93,13 @@ def test_explain_names_the_closest_variant(tmp_path: Path) -> None:
     assert _statuses(root) == {"t": "passed"}
     write_tree(root, {"x.txt": "1\n", "y.txt": "1\n", "z.txt": "3\n"})
     explained = memotest("explain", "t", cwd=root).stdout.decode()
-    # The first variant differs by z.txt only; the newest by all three.
-    assert f"{root / 'z.txt'}: content changed [the closest of 2 recorded variants" in explained
-    assert "more changed" not in explained, explained
+    # The newest variant ran last: all three changed since (the first, only z.txt).
+    assert f"{root / 'x.txt'}: content changed (and 2 more changed inputs) [the last of 2" in (
+        explained
+    )
+    every = memotest("explain", "-v", "t", cwd=root).stdout.decode()
+    for name in ("x.txt", "y.txt", "z.txt"):
+        assert f"    {root / name}: content changed" in every, every
 
 
 SIZED = f"""

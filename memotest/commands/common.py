@@ -4,6 +4,7 @@ opening the store."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -99,7 +100,7 @@ class Recorded:
             return None
         try:
             with Store.open(folder, lock=False) as store:
-                records = store.records(names)
+                records = last_used(store, names)
         except StoreError:
             return None
         if not records or (names is not None and set(names) - set(records)):
@@ -127,3 +128,35 @@ def load_or_recorded(
         if recorded is None:
             raise
         return None, recorded
+
+
+def targets_after_pytest(args: argparse.Namespace, targets: list[str], command: str) -> list[str]:
+    """The targets of ``explain``/``show``, with those written after ``--pytest PATH...``
+    (which takes every word up to the next option) taken back: a word that is no existing
+    path and names a target (``pytest:...``, or any word when no target was named before
+    ``--pytest``). No target at all is a usage error saying what to type."""
+    paths = getattr(args, "pytest", None)
+    if paths:
+        moved = [w for w in paths if not os.path.exists(w) and (":" in w or not targets)]
+        if moved:
+            args.pytest = [w for w in paths if w not in moved]
+            targets = [*targets, *moved]
+    if not targets:
+        raise UsageError(
+            f"{command} needs a TARGET: memotest {command} TARGET [--pytest PATH...] "
+            f"(for example: memotest {command} pytest:tests/test_a.py --pytest tests)"
+        )
+    return targets
+
+
+def last_used(store: Store, names: list[str] | None) -> dict[str, Record]:
+    """Each target's run that decided last (replayed or recorded most recently: after a
+    failing edit and its revert, the older pass that was replayed, not the newer fail),
+    as ``show`` and ``list`` report it and ``explain`` reasons from it."""
+    wanted = store.names() if names is None else names
+    heads = store.variant_heads(wanted)
+    ids = {
+        name: max(hs, key=lambda h: (h.last_used_ns, h.id)).id for name, hs in heads.items() if hs
+    }
+    found = store.variants(ids.values())
+    return {name: found[i] for name, i in ids.items() if i in found}

@@ -6,11 +6,18 @@ import argparse
 
 from memotest import plugins
 from memotest.build import select
-from memotest.commands.common import Recorded, add_file_option, load_or_recorded, open_store
+from memotest.commands.common import (
+    Recorded,
+    add_file_option,
+    load_or_recorded,
+    open_store,
+    targets_after_pytest,
+)
+from memotest.fingerprint import FileStates
 from memotest.keys import TargetKey, target_key
 from memotest.model import Target
 from memotest.observe import file_states
-from memotest.plan import Fresh, Stale, plan
+from memotest.plan import Fresh, Stale, describe_all, plan
 from memotest.roots import of as roots_of
 from memotest.select import decide
 from memotest.shaping import granted
@@ -24,7 +31,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "run: the exact input path and how it changed (content, appeared, disappeared, "
         "entries gained or lost), the environment variable, or the definition field.",
     )
-    p.add_argument("targets", nargs="+", metavar="TARGET")
+    p.add_argument("targets", nargs="*", metavar="TARGET")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="list every changed input of a stale target, not only the first",
+    )
     p.add_argument(
         "--select",
         choices=("tests", "files"),
@@ -43,9 +56,10 @@ def run(args: argparse.Namespace) -> int:
 
 def explain(config: plugins.Config) -> int:
     args = config.options
+    args.targets = targets_after_pytest(args, args.targets, "explain")
     project, recorded = load_or_recorded(config, args.targets)
     if recorded is not None:
-        return explain_records(recorded)
+        return explain_records(recorded, verbose=args.verbose)
     assert project is not None
     targets = select(project, args.targets)
     named = {
@@ -68,22 +82,31 @@ def explain(config: plugins.Config) -> int:
                     sel = decide(v.record, keys[t.name], states, store)
                     if sel is not None:
                         parts[t.name] = sel.describe()
-    say(verdicts, parts)
+        say(verdicts, parts, states if args.verbose else None)
     return 0
 
 
-def say(verdicts: dict[str, Fresh | Stale], parts: dict[str, str] | None = None) -> None:
-    """One line per target; ``parts``: the tests a stale one would run (``--select``)."""
+def say(
+    verdicts: dict[str, Fresh | Stale],
+    parts: dict[str, str] | None = None,
+    states: FileStates | None = None,
+) -> None:
+    """One line per target; ``parts``: the tests a stale one would run (``--select``);
+    with ``states`` (``-v``), every changed input of a stale one, a line each."""
     for name, v in verdicts.items():
         if isinstance(v, Fresh):
             print(f"{name}: up to date (last run passed in {v.record.duration:.1f}s)")
-        elif parts and name in parts:
+            continue
+        if parts and name in parts:
             print(f"{name}: would run {parts[name]}; {v.reason}")
         else:
             print(f"{name}: would run: {v.reason}")
+        if states is not None and len(v.changed) > 1:
+            for line in describe_all(v, states):
+                print(f"    {line}")
 
 
-def explain_records(recorded: Recorded) -> int:
+def explain_records(recorded: Recorded, verbose: bool = False) -> int:
     """``explain`` for records no targets file defines: their inputs are checked; their
     definition and environment belong to the tool that recorded them (tox, make, nox),
     which checks them itself, so they are taken as recorded."""
@@ -94,8 +117,9 @@ def explain_records(recorded: Recorded) -> int:
         for name, rec in records.items()
     }
     with open_store(recorded.project, lock=False) as store:
-        verdicts = plan(targets, keys, store, file_states(recorded.project))
-    say(verdicts)
+        states = file_states(recorded.project)
+        verdicts = plan(targets, keys, store, states)
+        say(verdicts, None, states if verbose else None)
     print(
         f"{recorded.note()}: its inputs were checked; its command and environment are "
         "checked by the tool that runs it"

@@ -6,9 +6,16 @@ import argparse
 import sys
 from collections import Counter
 
-from memotest import testcases
+from memotest import plugins, testcases
 from memotest.build import select
-from memotest.commands.common import add_file_option, load_or_recorded, open_store, wipe_store
+from memotest.commands.common import (
+    add_file_option,
+    last_used,
+    load_or_recorded,
+    open_store,
+    targets_after_pytest,
+    wipe_store,
+)
 from memotest.errors import UsageError
 from memotest.plugins import Config, load_project
 from memotest.store import Store, StoreError
@@ -21,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="show a target's recorded inputs, outputs and log",
         description="Show what the last run of a target recorded.",
     )
-    p.add_argument("target", metavar="TARGET")
+    p.add_argument("target", nargs="?", metavar="TARGET")
     p.add_argument("--paths", action="store_true", help="list every input path")
     p.add_argument("--log", action="store_true", help="print the recorded log")
     p.add_argument(
@@ -33,6 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "-v", "--verbose", action="store_true", help="with --tests, each failure's text too"
     )
     add_file_option(p)
+    plugins.call("memotest_addoption", parser=p, pluginmanager=plugins.manager())
     p.set_defaults(run=show)
 
     p = sub.add_parser(
@@ -41,6 +49,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="List the targets of the targets file.",
     )
     add_file_option(p)
+    plugins.call("memotest_addoption", parser=p, pluginmanager=plugins.manager())
     p.set_defaults(run=list_targets)
 
     p = sub.add_parser(
@@ -63,6 +72,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def show(args: argparse.Namespace) -> int:
+    named = targets_after_pytest(args, [args.target] if args.target else [], "show")
+    if len(named) != 1:
+        raise UsageError(f"show: name one target, not {len(named)}: {' '.join(named)}")
+    args.target = named[0]
     project, recorded = load_or_recorded(Config(args), [args.target])
     if recorded is not None:
         project = recorded.project
@@ -74,7 +87,7 @@ def show(args: argparse.Namespace) -> int:
             raise UsageError(f"show: name one target, not a group: {args.target}")
         args.target = hits[0]
     with open_store(project, lock=False) as store:
-        rec = store.get(args.target)
+        rec = last_used(store, [args.target]).get(args.target)
         if rec is None:
             print(f"{args.target}: never run")
             return 0
@@ -85,7 +98,7 @@ def show(args: argparse.Namespace) -> int:
             return show_tests(rec.name, rec.tests_digest, store, verbose=args.verbose)
         n = len(store.variant_heads([rec.name]).get(rec.name, []))
         print(f"{rec.name}: {rec.status} (exit code {rec.exit_code}) in {rec.duration:.2f}s")
-        print(f"  recorded runs (variants): {n}; the newest is shown")
+        print(f"  recorded runs (variants): {n}; the last to run or replay is shown")
         print(f"  cacheable: {'yes' if rec.cacheable else 'no, ' + str(rec.uncacheable_reason)}")
         kinds = Counter(i.kind.value for i in rec.inputs)
         print(
@@ -134,10 +147,11 @@ def list_targets(args: argparse.Namespace) -> int:
         return 0
     assert project is not None
     with open_store(project, lock=False) as store:
-        records = store.records(project.targets)
+        every = last_used(store, None)
+        records = {n: r for n, r in every.items() if n in project.targets}
         # What a tool recorded in this store under names no target has (the nox helper's
         # nox:SESSION:N, the tox plugin's tox:ENV, the make shell's): listed after them.
-        others = {n: r for n, r in store.records(None).items() if n not in project.targets}
+        others = {n: r for n, r in every.items() if n not in project.targets}
     width = max((len(n) for n in project.targets), default=0)
     default = None if project.default is None else set(project.default)
     for name, t in project.targets.items():

@@ -8,7 +8,9 @@ while nothing make and the recipes observed changed.
 
 The targets are the Makefile's explicit targets as make itself reports them
 (:mod:`memotest_make.database`). A prerequisite that is itself such a target becomes a
-``needs`` edge, so that two make processes never build the same prerequisite at once.
+``needs`` edge, so that two make processes never build the same prerequisite at once, and
+the target's make takes it as done (``--assume-old``): its recipe runs once per build, as
+its own target, not again inside each target that depends on it.
 On the command line a target may be named ``test`` or ``make:test``. With no names, the
 targets in the Makefile's ``MEMOTEST_TARGETS`` variable are built, else make's default
 goal (what a bare ``make`` builds), never every target (``clean`` is a target too).
@@ -83,11 +85,19 @@ def load(path: Path) -> tuple[Project, list[str]]:
         needs = tuple(
             dict.fromkeys(PREFIX + p for p in mt.prerequisites if p in db.targets and p != name)
         )
+        # The prerequisites that are targets of their own run before it (``needs``): its
+        # make takes them as done (``-o``), so that their recipes run once, not again here.
+        done = [f"--assume-old={n.removeprefix(PREFIX)}" for n in needs]
         targets[PREFIX + name] = Target(
             name=PREFIX + name,
-            command=("make", "-f", str(path), name),
+            command=("make", "-f", str(path), *done, name),
             cwd=folder,
             needs=needs,
+            # One make at a time: the targets of one Makefile share its folders (make lists
+            # them, the recipes write there), so side by side they are a hazard the first
+            # build would find only after running them, and run again alone. Each make may
+            # still run its own recipes in parallel (make's -j and its jobserver).
+            tags=frozenset({"exclusive"}),
             source=SourceLocation(mt.file or str(path), mt.line or rule_lines.get(name)),
         )
     cycle = find_cycle({n: t.needs for n, t in targets.items()})

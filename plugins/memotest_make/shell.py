@@ -30,10 +30,30 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from memotest_make.makeflags import (
+    jobserver_passed,
+    line_env,
+    normalize_makeflags,
+    override_names,
+    split_makeflags,
+)
+
+__all__ = [
+    "Invocation",
+    "Usage",
+    "is_marked",
+    "jobserver_passed",
+    "line_env",
+    "main",
+    "normalize_makeflags",
+    "override_names",
+    "parse_args",
+    "split_makeflags",
+]
 
 PROG = "memotest-sh"
 DEFAULT_SHELL = "/bin/sh"
@@ -145,106 +165,6 @@ def is_marked(target: str, memoize: list[str] | None, environ: Mapping[str, str]
     return any(fnmatch.fnmatchcase(target, p.replace("%", "*")) for p in patterns)
 
 
-# -- MAKEFLAGS -------------------------------------------------------------------------------
-
-#: Flags that only say how many jobs make runs at once or how it groups their output.
-#: A memoized line runs without make's jobserver (its file descriptors are not passed),
-#: so they cannot change what it does.
-_IGNORED_FLAG = re.compile(
-    r"^(-j\d*|--jobs(=\d+)?|--jobserver-(auth|fds)=.*|-O\w*|--output-sync(=\w+)?"
-    r"|-[sw]+|--(silent|quiet|print-directory|no-print-directory))$"
-)
-_MESSAGE_LETTERS = "sw"
-
-
-def _split_escaped(text: str) -> list[str]:
-    """Splits MAKEFLAGS on unescaped blanks (make escapes blanks in values with ``\\``)."""
-    words: list[str] = []
-    cur: list[str] = []
-    it = iter(text)
-    for ch in it:
-        if ch == "\\":
-            cur.append(ch)
-            cur.append(next(it, ""))
-        elif ch in " \t":
-            if cur:
-                words.append("".join(cur))
-                cur = []
-        else:
-            cur.append(ch)
-    if cur:
-        words.append("".join(cur))
-    return words
-
-
-def split_makeflags(value: str) -> tuple[list[str], list[str]]:
-    """MAKEFLAGS as (flags, command-line variable assignments)."""
-    words = _split_escaped(value)
-    if "--" in words:
-        at = words.index("--")
-        return words[:at], words[at + 1 :]
-    return words, []
-
-
-def normalize_makeflags(value: str) -> str:
-    """MAKEFLAGS without the flags that cannot change what a memoized line does: the job
-    count and jobserver, and those that only change make's own messages (``-O``, ``-s``,
-    ``-w``, ``--no-print-directory``)."""
-    flags, assignments = split_makeflags(value)
-    kept = []
-    for i, word in enumerate(flags):
-        if i == 0 and not word.startswith("-"):  # make 4: the one-letter flags, no dash
-            word = "".join(c for c in word if c not in _MESSAGE_LETTERS)
-            if word:
-                kept.append(word)
-        elif not _IGNORED_FLAG.match(word):
-            kept.append(word)
-    if assignments:
-        kept += ["--", *assignments]
-    return " ".join(kept)
-
-
-def override_names(value: str) -> list[str]:
-    """The names of the variables set on make's command line (``make test FOO=1``)."""
-    _, assignments = split_makeflags(value)
-    names = []
-    for word in assignments:
-        m = re.match(r"([^:+?!=\s]+)\s*(?::{1,3}|\+|\?|!)?=", word)
-        if m:
-            names.append(m.group(1).replace("\\", ""))
-    return names
-
-
-def line_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The make variables a memoized line gets, beyond ``pass_env``; all part of its key:
-    MAKEFLAGS without the parallelism flags, and each variable set on make's command line
-    (make exports those to every recipe)."""
-    env: dict[str, str] = {}
-    flags = environ.get("MAKEFLAGS")
-    if flags is None:
-        return env
-    normal = normalize_makeflags(flags)
-    if normal:
-        env["MAKEFLAGS"] = normal
-    for name in override_names(flags):
-        if name in environ:
-            env[name] = environ[name]
-    return env
-
-
-def jobserver_passed(environ: Mapping[str, str]) -> bool:
-    """Whether make handed this process its jobserver pipe: it does so only for lines it
-    runs recursively (``$(MAKE)`` or a ``+`` prefix)."""
-    m = re.search(r"--jobserver-(?:auth|fds)=(\d+),(\d+)", environ.get("MAKEFLAGS", ""))
-    if not m:
-        return False
-    try:
-        os.fstat(int(m.group(1)))
-    except OSError:
-        return False
-    return True
-
-
 # -- running -----------------------------------------------------------------------------------
 
 
@@ -265,17 +185,58 @@ def line_name(target: str, recipe: str) -> str:
     return f"make:{target}:{xxhash.xxh3_64_hexdigest(os.fsencode(recipe))[:8]}"
 
 
+def _extra_patterns(inv: Invocation, environ: Mapping[str, str]) -> list[str]:
+    return list(inv.pass_env) + environ.get("MEMOTEST_PASS_ENV", "").split()
+
+
+def fast_replay(inv: Invocation, environ: Mapping[str, str]) -> int | None:
+    """The line's exit code when its stamp still holds and was replayed
+    (:mod:`memotest_make.stamp`), else None: the full check decides."""
+    from memotest_make import stamp
+
+    assert inv.target is not None
+    root = os.path.abspath(inv.root or os.getcwd())
+    name = line_name(inv.target, inv.recipe)
+    found = stamp.Stamp.read(stamp.stamp_path(root, name))
+    if found is None:
+        return None
+    patterns = list(dict.fromkeys([*found.patterns(), *_extra_patterns(inv, environ)]))
+    digest = _context(inv, environ, root, patterns)
+    if not found.holds(digest) or _Outputs(Path(root), name).gone():
+        return None
+    return stamp.replay(found, inv.target, inv.quiet)
+
+
+def _context(inv: Invocation, environ: Mapping[str, str], root: str, patterns: list[str]) -> str:
+    from memotest_make import stamp
+
+    return stamp.context(
+        root=root,
+        argv=inv.argv,
+        timeout=inv.timeout,
+        env=line_env(environ),
+        patterns=patterns,
+        environ=environ,
+    )
+
+
 def memoize(inv: Invocation, environ: Mapping[str, str]) -> int:
     """Runs the line through :func:`memotest.memo.run_memoized` and reports like a shell."""
-    from memotest.config import DEFAULT_PASS_ENV, Settings
+    assert inv.target is not None
+    root = os.path.abspath(inv.root or os.getcwd())
+    from memotest.config import DEFAULT_PASS_ENV
+
+    patterns = list(dict.fromkeys((*DEFAULT_PASS_ENV, *_extra_patterns(inv, environ))))
+    # Before anything of memotest's runs in this process: the stamp's context is the one
+    # the fast path computes in a process that did nothing else.
+    context = _context(inv, environ, root, patterns)
+
+    from memotest.config import Settings
     from memotest.errors import UsageError
     from memotest.memo import run_memoized
     from memotest.model import Target
 
-    assert inv.target is not None
-    root = os.path.abspath(inv.root or os.getcwd())
-    extra = list(inv.pass_env) + environ.get("MEMOTEST_PASS_ENV", "").split()
-    settings = Settings(pass_env=tuple(dict.fromkeys((*DEFAULT_PASS_ENV, *extra))))
+    settings = Settings(pass_env=tuple(patterns))
     target = Target(
         name=line_name(inv.target, inv.recipe),
         command=tuple(inv.argv),
@@ -314,9 +275,16 @@ def memoize(inv: Invocation, environ: Mapping[str, str]) -> int:
                 f"(the recorded run took {result.duration:.2f}s)",
                 file=sys.stderr,
             )
+        from memotest_make.stamping import stamp_replay
+
+        stamp_replay(Path(root), target, settings, result, context, DEFAULT_PASS_ENV)
     else:
         if result.status == "passed":
             outputs.remember()
+            if not result.note:  # recorded, reusable: the next make replays it fast
+                from memotest_make.stamping import stamp_run
+
+                stamp_run(Path(root), target, settings, result, context, DEFAULT_PASS_ENV)
         if result.note and (result.fault or not inv.quiet):
             print(f"[memotest] {inv.target}: {result.note}", file=sys.stderr)
     if result.status == "timeout":
@@ -392,6 +360,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         or jobserver_passed(environ)
     ):
         return exec_plain(inv)
+    replayed = fast_replay(inv, environ)
+    if replayed is not None:
+        return replayed
     return memoize(inv, environ)
 
 

@@ -329,6 +329,11 @@ def _finish(
     failed: type[Exception],
 ) -> Any:
     output = _decode(result.log)
+    # The output first, the notes after it, as a run (whose output streamed as it went)
+    # shows them, and as the tox plugin does.
+    if not silent and output and not result.streamed:
+        sys.stdout.write(output)
+        sys.stdout.flush()
     if result.fault and result.note:  # memotest's own failure: shown whatever the level
         logger.warning(f"memotest: {result.note}")
     if log:  # as the tox plugin: whether it ran and why, whether it will be reused
@@ -339,9 +344,6 @@ def _finish(
             logger.info(f"memotest: {result.name} ran: {result.reason or 'forced'}")
             if result.note and not result.fault:
                 logger.info(f"memotest: {result.note}")
-    if not silent and output and not result.streamed:  # a run was shown as it went
-        sys.stdout.write(output)
-        sys.stdout.flush()
     code = result.exit_code
     if code is None or code not in success_codes:
         if code is None:

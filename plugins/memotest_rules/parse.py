@@ -1,13 +1,15 @@
 """Reads BUILD files without running them: ``ast.parse``, then a small evaluator that
 accepts only literal data, ``glob()`` and ``+``.
 
-A BUILD file may hold, at the top level, only calls (and string literals, as docstrings).
-``load(...)`` is ignored; the rules in :data:`RULES` are read; anything else (an
-assignment, a ``def``, an ``if``, a loop, another rule or macro) is an error naming the file
-and line. Attribute values may be strings, numbers, booleans, ``None``, lists, tuples,
-dicts with string keys, ``glob([...], exclude=[...])`` and ``+`` of two lists (or two
-strings). A variable, a function call other than ``glob``, ``select()``, a comprehension
-or any other expression is an error naming the file and line.
+``load(...)`` is ignored; the rules in :data:`RULES` are read. Anything else at the top
+level (another rule or macro: ``py_binary``, ``genrule``, ``cc_*``; an assignment, a
+``def``, an ``if``) is not read but *set aside* (:class:`Unread`, with why), as is a rule
+of :data:`RULES` whose attributes memotest cannot read: a real BUILD file mixes tests with
+what memotest does not build, and its tests still load (a test that needs what was set
+aside is set aside itself, by the plugin). Attribute values may be strings, numbers,
+booleans, ``None``, lists, tuples, dicts with string keys, ``glob([...], exclude=[...])``
+and ``+`` of two lists (or two strings). A syntax error and a name defined twice are
+errors naming the file and line.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ IGNORED_ATTRS = {
     "toolchains",
     "output_licenses",
 }
+#: Why a rule of a kind memotest does not know is set aside.
+NOT_BUILT = "memotest does not build it"
 SKIP_DIRS = {".memotest", "node_modules", "__pycache__", "site-packages"}
 
 
@@ -74,6 +78,23 @@ class Rule:
 
     def where(self, attr: str | None = None) -> str:
         return f"{self.file}:{self.lines.get(attr, self.line) if attr else self.line}"
+
+
+@dataclass
+class Unread:
+    """A top-level statement of a BUILD file that memotest does not read: ``kind`` is the
+    rule's function (or what the statement is), ``name`` its literal ``name`` if any."""
+
+    kind: str
+    package: str
+    name: str | None
+    file: str
+    line: int
+    why: str
+
+    @property
+    def label(self) -> str | None:
+        return f"//{self.package}:{self.name}" if self.name else None
 
 
 def find_build_files(root: Path) -> list[tuple[str, Path]]:
@@ -105,6 +126,8 @@ class BuildFile:
         self.path = path
         self.packages = packages  # every package, so that glob() stays in its own
         self.folder = root / package if package else root
+        #: What :meth:`rules` set aside, in file order.
+        self.unread: list[Unread] = []
 
     def fail(self, node: ast.AST | int, message: str) -> ConfigError:
         line = node if isinstance(node, int) else getattr(node, "lineno", None)
@@ -133,33 +156,33 @@ class BuildFile:
             ):
                 continue  # a docstring
             if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
-                raise self.fail(
-                    stmt,
-                    f"{_describe(stmt)} is not supported: a BUILD file may only call load(), "
-                    f"{', '.join(f'{r}()' for r in RULES)} at the top level (memotest reads "
-                    "BUILD files, it does not run them)",
-                )
+                self.set_aside(_describe(stmt), None, stmt.lineno, "not a rule call")
+                continue
             call = stmt.value
             func = call.func.id if isinstance(call.func, ast.Name) else None
             if func == "load":
                 continue
+            name = _literal_name(call)
+            if name is not None and name in seen:
+                raise self.fail(
+                    call,
+                    f"duplicate target name {name!r} in package //{self.package} "
+                    f"(first defined on line {seen[name]})",
+                )
+            if name is not None:
+                seen[name] = call.lineno
             if func not in RULES:
-                what = f"{func}()" if func else f"calling {ast.unparse(call.func)}"
-                raise self.fail(
-                    call,
-                    f"{what} is not supported: memotest reads "
-                    f"{', '.join(f'{r}()' for r in RULES)} and ignores load()",
-                )
-            rule = self.rule(func, call)
-            if rule.name in seen:
-                raise self.fail(
-                    call,
-                    f"duplicate target name {rule.name!r} in package //{self.package} "
-                    f"(first defined on line {seen[rule.name]})",
-                )
-            seen[rule.name] = call.lineno
-            out.append(rule)
+                what = f"{func}()" if func else ast.unparse(call.func)
+                self.set_aside(what, name, call.lineno, NOT_BUILT)
+                continue
+            try:
+                out.append(self.rule(func, call))
+            except ConfigError as exc:
+                self.set_aside(f"{func}()", name, call.lineno, str(exc))
         return out
+
+    def set_aside(self, kind: str, name: str | None, line: int, why: str) -> None:
+        self.unread.append(Unread(kind, self.package, name, str(self.path), line, why))
 
     def rule(self, kind: str, call: ast.Call) -> Rule:
         if call.args:
@@ -281,6 +304,14 @@ class BuildFile:
             if (f"{self.package}/{sub}" if self.package else sub) in self.packages:
                 return True
         return False
+
+
+def _literal_name(call: ast.Call) -> str | None:
+    """The ``name = "..."`` of a rule call, when it is a literal string."""
+    for kw in call.keywords:
+        if kw.arg == "name" and isinstance(kw.value, ast.Constant):
+            return kw.value.value if isinstance(kw.value.value, str) else None
+    return None
 
 
 def _describe(node: ast.AST) -> str:

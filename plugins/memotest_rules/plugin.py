@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +33,7 @@ from memotest.errors import ConfigError
 from memotest.hookspecs import hookimpl
 from memotest.model import SourceLocation, Target
 from memotest.plugins import LoadRequest
-from memotest_rules.parse import BUILD_NAMES, BuildFile, Rule, find_build_files
+from memotest_rules.parse import BUILD_NAMES, NOT_BUILT, BuildFile, Rule, Unread, find_build_files
 
 SOURCES = ("rules", "bazel")
 WORKSPACE_MARKERS = ("MODULE.bazel", "WORKSPACE.bazel", "WORKSPACE")
@@ -40,6 +41,9 @@ SIZE_TIMEOUTS = {"small": 60, "medium": 300, "large": 900, "enormous": 3600}
 TIMEOUTS = {"short": 60, "moderate": 300, "long": 900, "eternal": 3600}
 TEST_RULES = ("py_test", "sh_test")
 PYTHON = "python3"
+#: What runs a py_test's main file: as ``python3 MAIN`` does, with memotest's listing watch
+#: (``launch_path/memotest_py_test.py``: a new file at the root does not re-run it).
+LAUNCHER = str(Path(__file__).resolve().parent / "launch_path" / "memotest_py_test.py")
 
 
 @hookimpl
@@ -67,6 +71,9 @@ def memotest_load_targets(request: LoadRequest) -> Project | None:
             return None
         root, marker = found
     workspace = Workspace(root.resolve())
+    note = workspace.unread_note()
+    if note:
+        sys.stderr.write(note + "\n")
     project = Project(marker.resolve(), root.resolve(), Settings(), {})
     project.targets = {label: t.target for label, t in workspace.tests.items()}
     project.default = [label for label, t in workspace.tests.items() if not t.manual]
@@ -108,20 +115,59 @@ class Workspace:
         files = find_build_files(root)
         packages = {pkg for pkg, _ in files}
         self.rules: dict[str, Rule] = {}
+        #: What the BUILD files hold that memotest does not run, and the tests and suites
+        #: that need it (:meth:`unread_note` says it once).
+        self.unread: list[Unread] = []
+        self.unread_labels: dict[str, Unread] = {}
         for pkg, path in files:
-            for rule in BuildFile(root, pkg, path, packages).rules():
+            build = BuildFile(root, pkg, path, packages)
+            for rule in build.rules():
                 self.rules[rule.label] = rule
+            self.unread += build.unread
+        self.unread_labels = {u.label: u for u in self.unread if u.label}
         self._files: dict[str, tuple[list[str], list[str]]] = {}
         self._visiting: set[str] = set()
         self.tests: dict[str, Test] = {}
         for label, rule in self.rules.items():
             if rule.kind in TEST_RULES:
-                self.tests[label] = self.test(rule)
-        self.suites = {
-            label: self.expand_suite(rule, set())
-            for label, rule in self.rules.items()
-            if rule.kind == "test_suite"
-        }
+                try:
+                    self.tests[label] = self.test(rule)
+                except ConfigError as exc:
+                    self.set_aside(rule, str(exc))
+        self.suites: dict[str, list[str]] = {}
+        for label, rule in self.rules.items():
+            if rule.kind == "test_suite":
+                try:
+                    self.suites[label] = self.expand_suite(rule, set())
+                except ConfigError as exc:
+                    self.set_aside(rule, str(exc))
+
+    def set_aside(self, rule: Rule, why: str) -> None:
+        unread = Unread(f"{rule.kind}()", rule.package, rule.name, rule.file, rule.line, why)
+        self.unread.append(unread)
+        self.unread_labels[rule.label] = unread
+
+    def unread_note(self) -> str | None:
+        """One note for everything set aside: the kinds of rule memotest does not build,
+        counted, and each test or rule it could not read, with why."""
+        if not self.unread:
+            return None
+        foreign: dict[str, int] = {}
+        lines = []
+        for u in self.unread:
+            if u.why == NOT_BUILT:
+                foreign[u.kind] = foreign.get(u.kind, 0) + 1
+            else:
+                what = u.label or f"{u.kind} at {u.file}:{u.line}"
+                lines.append(f"  {what}: {u.why}")
+        head = []
+        if foreign:
+            counted = ", ".join(f"{n} {k}" for k, n in sorted(foreign.items()))
+            head.append(f"{counted} (memotest runs py_test, sh_test and test_suite)")
+        if lines:
+            head.append(f"{len(lines)} more it could not read")
+        text = "memotest: BUILD files: not run: " + "; ".join(head)
+        return "\n".join([text, *lines])
 
     # -- attributes ----------------------------------------------------------------------
 
@@ -179,6 +225,11 @@ class Workspace:
             return [], []  # an external repository: the tracer sees what is read from it
         pkg, name = where
         label = f"//{pkg}:{name}"
+        unread = self.unread_labels.get(label)
+        if unread is not None:
+            raise self.fail(
+                rule, attr, f"needs {label}, a {unread.kind} memotest does not read ({unread.why})"
+            )
         other = self.rules.get(label)
         if other is not None:
             if other.kind == "test_suite":
@@ -223,7 +274,7 @@ class Workspace:
         run_env: dict[str, str] = {}
         if rule.kind == "py_test":
             main = self.main(rule, srcs)
-            command: tuple[str, ...] = (PYTHON, main, *args)
+            command: tuple[str, ...] = (PYTHON, LAUNCHER, main, *args)
             run_env["PYTHONPATH"] = os.pathsep.join([str(self.root), *imports])
         else:
             if len(srcs) != 1:

@@ -113,8 +113,10 @@ def run_plainly(spec: Mapping[str, Any], environ: Mapping[str, str]) -> int:
 def memoized(spec: Mapping[str, Any], environ: dict[str, str]) -> int:
     from memotest.config import Settings
     from memotest.memo import run_memoized
+    from memotest_tox import tox_settings
 
-    settings = Settings(pass_env=pass_env(environ, spec))
+    tox_ini = Path(spec["root"]) / "tox.ini"
+    settings = Settings(pass_env=pass_env(environ, spec), services=tox_settings.services(tox_ini))
     try:
         result = run_memoized(
             target_of(spec),
@@ -145,7 +147,7 @@ def memoized(spec: Mapping[str, Any], environ: dict[str, str]) -> int:
     else:
         out(f"memotest: ran: {result.reason}" if result.reason else "memotest: ran")
         if result.note:
-            out(f"memotest: {result.note}")
+            out(f"memotest: {tox_settings.reword(result.note)}")
     if result.status == "passed":
         return 0
     if result.exit_code is None or result.exit_code == 0:

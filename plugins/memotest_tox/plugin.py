@@ -43,6 +43,8 @@ from memotest.hookspecs import hookimpl
 from memotest.inputs.readers import UNPARSED, Reader, part_digest
 from memotest.model import SourceLocation, Target
 from memotest.plugins import LoadRequest
+from memotest.report import TargetResult
+from memotest_tox import tox_settings
 from memotest_tox.list_envs import MARK as LIST_MARK
 
 NAME = "tox"
@@ -169,7 +171,15 @@ def memotest_load_targets(request: LoadRequest) -> Project | None:
         )
     if not targets:
         raise ConfigError(f"{NAME}: {path}: env_list names no environment (add env_list = ...)")
-    return Project(path, root if root.is_dir() else path.parent, Settings(), targets)
+    settings = Settings(services=tox_settings.services(path))
+    return Project(path, root if root.is_dir() else path.parent, settings, targets)
+
+
+@hookimpl(tryfirst=True)
+def memotest_after_target(target: Target, result: TargetResult) -> None:
+    """Before the reporters: a note on a tox env names the setting in tox.ini's words."""
+    if target.source is not None and Path(target.source.file).name == "tox.ini":
+        result.note = tox_settings.reword(result.note)
 
 
 def _text(path: Path) -> str:

@@ -391,3 +391,34 @@ def test_makeflags_key_ignores_parallelism_only():
     assert override_names(" -- CFLAGS=-O2 X:=1") == ["CFLAGS", "X"]
     env = line_env({"MAKEFLAGS": "k -j2 -- CFLAGS=-O2", "CFLAGS": "-O2", "MAKELEVEL": "1"})
     assert env == {"MAKEFLAGS": "k -- CFLAGS=-O2", "CFLAGS": "-O2"}
+
+
+def test_the_loaders_first_build_runs_each_recipe_once(tmp_path):
+    """Four test targets writing into one folder, and ``test`` needing them: each recipe
+    runs once in the first build (one make at a time: no hazard to re-run; ``test``'s make
+    takes its prerequisites as done), and a build with nothing changed outside replays."""
+    root = write(
+        tmp_path / "proj",
+        {
+            "src/a.sh": "echo a ok",
+            "src/b.sh": "echo b ok",
+            "src/c.sh": "echo c ok",
+            "src/d.sh": "echo d ok",
+            "Makefile": """
+                MEMOTEST_TARGETS = test
+                .PHONY: test
+                test: run-a run-b run-c run-d
+                run-a run-b run-c run-d: run-%: src/%.sh
+                \t@echo "$*" >> ../count-$*; mkdir -p ../out; sh src/$*.sh > ../out/$*
+            """,
+        },
+    )
+    first = memotest("build", "-j", "2", cwd=root)
+    assert first.returncode == 0, first.stderr.decode()
+    assert [runs(tmp_path / f"count-{t}", t) for t in "abcd"] == [1, 1, 1, 1]
+    second = memotest("build", "-j", "2", cwd=root)
+    assert second.returncode == 0, second.stderr.decode()
+    assert [runs(tmp_path / f"count-{t}", t) for t in "abcd"] == [1, 1, 1, 1]
+    (root / "src" / "b.sh").write_text("echo b changed")
+    assert memotest("build", "-j", "2", cwd=root).returncode == 0
+    assert [runs(tmp_path / f"count-{t}", t) for t in "abcd"] == [1, 2, 1, 1]

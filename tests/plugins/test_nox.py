@@ -273,3 +273,51 @@ def test_memoized_in_a_real_venv_reruns_when_a_dependency_changes(tmp_path):
     code, out = nox(root, "-r", "-s", "tests")
     assert code == 0, out
     assert "dep-version 2.0" in out and counter(count) == 2
+
+
+def test_the_note_comes_after_the_output_on_a_run_and_on_a_replay(helper_project):
+    root, _count = helper_project
+    for want in (" ran: ", " is up to date: "):
+        proc = subprocess.run(
+            [NOX, "-s", "tests"],
+            cwd=root,
+            env=environ(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=120,
+        )
+        out = proc.stdout
+        assert proc.returncode == 0, out
+        note = next(line for line in out.splitlines() if want in line and "memotest:" in line)
+        assert out.index("data=one mode=a") < out.index(note), out
+
+
+REASON_NOXFILE = """
+    import nox
+    from memotest_nox import memoized
+
+    @nox.session(venv_backend="none")
+    @memoized
+    def check(session):
+        session.run(
+            "python", "-c",
+            "import sys; sys.exit(0 if open('code.txt').read().startswith('good') else 1)",
+        )
+"""
+
+
+def test_the_note_gives_the_reason_of_the_run_that_decided(tmp_path):
+    """fail -> revert (the older pass replayed) -> edit: the note names the edit, not
+    "last run failed"."""
+    root = write_tree(tmp_path / "proj", {"noxfile.py": REASON_NOXFILE, "code.txt": "good\n"})
+    assert nox(root, "-s", "check")[0] == 0
+    (root / "code.txt").write_text("bad\n")
+    assert nox(root, "-s", "check")[0] == 1
+    (root / "code.txt").write_text("good\n")
+    code, out = nox(root, "-s", "check")
+    assert code == 0 and "up to date" in out, out
+    (root / "code.txt").write_text("good, edited\n")
+    code, out = nox(root, "-s", "check")
+    assert code == 0, out
+    assert "code.txt: content changed" in out and "last run failed" not in out, out

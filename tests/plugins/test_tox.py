@@ -560,3 +560,21 @@ def test_an_env_whose_test_kills_its_pager_at_once_replays(tmp_path):
     code, out = tox(root, "-e", "py")
     assert code == 0 and "memotest: cached, replayed" in out, out
     assert count(counter) == 1
+
+
+def test_tox_users_declare_services_in_tox_ini(tmp_path):
+    """The setting a note advises is one a tox user has a file for: tox.ini's [memotest]."""
+    from memotest_tox import tox_settings
+
+    ini = tmp_path / "tox.ini"
+    ini.write_text(
+        "[tox]\nenv_list = py\n[memotest]\nservices =\n  127.0.0.1:6379\n  unix:/run/x.sock\n"
+    )
+    assert tox_settings.services(ini) == ("127.0.0.1:6379", "unix:/run/x.sock")
+    note = "connected to 127.0.0.1:6379, which no process of the target listens on; declare it "
+    note += "in settings.services if its data never changes the result"
+    assert "services in the [memotest] section of tox.ini" in str(tox_settings.reword(note))
+    ini.write_text("[tox]\nenv_list = py\n[memotest]\nservices = 127.0.0.1:notaport\n")
+    proc = memotest("list", "-f", "tox.ini", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert f"{ini}: [memotest] services:" in proc.stderr.decode()
