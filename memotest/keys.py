@@ -108,10 +108,13 @@ def passed_environ(settings: Settings, environ: Mapping[str, str] | None = None)
     return {k: v for k, v in env.items() if any(fnmatch.fnmatchcase(k, p) for p in pats)}
 
 
-#: The signals Python ignores for itself and ``subprocess`` restores in the child.
+#: The signals Python ignores for itself and ``subprocess`` restores in the child, and the
+#: real-time signals below ``SIGRTMIN`` that the C library keeps for itself (glibc's 32 and
+#: 33: it installs their handlers at every process's start, and their disposition in this
+#: process changes once it starts a thread, so keying them made one process's key change).
 _RESTORED = {
     int(getattr(signal, n)) for n in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, n)
-}
+} | set(range(32, int(signal.SIGRTMIN)))
 
 #: What of ``/proc/self/status`` a target inherits (the capability sets, ``no_new_privs``
 #: and the seccomp mode); ``SigIgn`` is read for the ignored signals.

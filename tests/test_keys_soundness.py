@@ -197,3 +197,15 @@ def test_the_real_working_folder_is_part_of_the_key(tmp_path):
     link.unlink()
     link.symlink_to(proj / "b")
     assert build_statuses(proj)[2] == {"t": "failed"}
+
+
+def test_the_c_librarys_own_signals_are_not_keyed():
+    """glibc's 32 and 33 (below SIGRTMIN) change disposition when a process starts a
+    thread: keying them made one memotest-sh process compute two keys for one run."""
+    import signal
+
+    from memotest.keys import _signals
+
+    reserved = sum(1 << (n - 1) for n in range(32, int(signal.SIGRTMIN)))
+    assert _signals(reserved) == ""
+    assert _signals(reserved | 1 << (int(signal.SIGHUP) - 1)) == str(int(signal.SIGHUP))
