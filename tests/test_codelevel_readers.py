@@ -131,9 +131,11 @@ def statuses(proj: Path) -> dict[str, str]:
 def test_a_line_added_above_a_class_re_runs_every_reader_of_its_line(tmp_path):
     proj = write_tree(tmp_path / "proj", reader_files(CLASS_LINE_READERS))
     assert set(statuses(proj).values()) == {"passed"}
-    for name in CLASS_LINE_READERS:
+    for name in CLASS_LINE_READERS:  # a line right above the class statement
         path = proj / "pkg" / f"{name}.py"
-        path.write_text("# one line more\n" + path.read_text())
+        lines = path.read_text().splitlines(keepends=True)
+        at = next(n for n, line in enumerate(lines) if line.startswith(("class ", "@")))
+        path.write_text("".join([*lines[:at], "# one line more\n", *lines[at:]]))
     assert statuses(proj) == dict.fromkeys(CLASS_LINE_READERS, "failed")
 
 
@@ -218,3 +220,61 @@ def test_a_def_edited_re_runs_every_reader_that_never_ran_it(tmp_path):
         assert old in text, name
         path.write_text(text.replace(old, new, 1))
     assert statuses(proj) == dict.fromkeys(DEF_READERS, "failed")
+
+
+PLAIN = '''import abc
+from pkg import base
+
+
+def used(x):
+    return x + 1
+
+
+class Plain(base.Base, metaclass=abc.ABCMeta):
+    """Made by type and abc alone: no Python code of the project runs as it is made."""
+
+    names = ["a", "b", "c"]
+
+    def __init__(self, x=1):
+        self.x = x
+
+    @property
+    def value(self):
+        return self.x
+
+    @value.setter
+    def value(self, v):
+        self.x = v
+
+    @abc.abstractmethod
+    def go(self):
+        pass
+
+    @staticmethod
+    def helper():
+        return 1
+'''
+
+
+def test_a_line_added_above_a_plain_class_re_runs_nothing(tmp_path):
+    """The narrowing the red team above guards: a class made by ``type`` or
+    ``abc.ABCMeta`` whose body only binds names, functions and what ``property``,
+    ``staticmethod``, ``classmethod`` and ``abc.abstractmethod`` make of them."""
+    files = {
+        "pytest.ini": "[pytest]\n",
+        "pkg/__init__.py": "",
+        "pkg/base.py": "class Base:\n    pass\n",
+        "pkg/a.py": PLAIN,
+        "tests/test_a.py": "from pkg import a\n\ndef test_a():\n    assert a.used(1) == 2\n",
+        "tests/test_b.py": "import pkg.a\n\ndef test_b():\n    assert pkg.a.Plain\n",
+    }
+    proj = write_tree(tmp_path / "proj", files)
+    assert statuses(proj) == {"a": "passed", "b": "passed"}
+    path = proj / "pkg" / "a.py"
+    path.write_text(path.read_text().replace("\nclass Plain", "\n# a note\nclass Plain", 1))
+    assert statuses(proj) == {"a": "cached", "b": "cached"}
+    # A call in its body is Python code that could read the module's frame: held again.
+    path.write_text(path.read_text().replace('["a", "b", "c"]', 'list("abc")', 1))
+    assert statuses(proj) == {"a": "passed", "b": "passed"}
+    path.write_text(path.read_text().replace("\nclass Plain", "\n# another\nclass Plain", 1))
+    assert statuses(proj) == {"a": "passed", "b": "passed"}

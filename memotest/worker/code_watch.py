@@ -17,7 +17,7 @@ without running it (``dis``, ``numba``, ``inspect.signature``) counts as run.
 import os
 import sys
 
-from . import audit, extensions
+from . import audit, class_lines, extensions
 from .codes import check, qualname
 from .interpreter import threads
 
@@ -231,6 +231,7 @@ def code_report(executed, had, where):
             return why
     excluded = extensions.each("excluded")
     sources = set()
+    namespaces = {}  # origin -> its module's namespace
     for name, module in list(sys.modules.items()):
         try:
             namespace = object.__getattribute__(module, "__dict__")
@@ -253,20 +254,45 @@ def code_report(executed, had, where):
             and os.path.basename(origin) not in OPENED
         ):
             sources.add(origin)
+            # A file imported as two modules: which one a class statement made is unknown.
+            namespaces[origin] = None if origin in namespaces else namespace
     found = {}
     inspected = list(INSPECTED)
     while inspected:
         code = inspected.pop()
         codes.append(code)
         inspected.extend(c for c in code.co_consts if hasattr(c, "co_code"))
+    quiet = quiet_classes(codes, namespaces)
     for code in {id(c): c for c in codes}.values():
         if code.co_filename in sources:
             # Keyed as the trace names it (``pythonpath = ..`` in ``tests/pytest.ini``
             # imports ``tests/../pkg/a.py``).
-            found.setdefault(os.path.normpath(code.co_filename), []).append(
-                [qualname(code), code.co_firstlineno, check(code)]
-            )
+            entry = [qualname(code), code.co_firstlineno, check(code)]
+            if id(code) in quiet:
+                entry.append(quiet[id(code)])
+            found.setdefault(os.path.normpath(code.co_filename), []).append(entry)
     return found
+
+
+def quiet_classes(codes, namespaces):
+    """``{id(code): [offset, ...]}``: the instructions of the module bodies that ran (of
+    the files ``namespaces`` maps to their module's namespace) and of their class bodies
+    during which no Python code ran but a class body's (``class_lines.quiet_offsets``)."""
+    out = {}
+    WITHIN.append(True)  # what it reads of abc's code is not the run's
+    try:
+        for code in codes:
+            space = namespaces.get(code.co_filename)
+            if code.co_name != "<module>" or not isinstance(space, dict):
+                continue
+            try:
+                found = class_lines.quiet_offsets(code, space)
+            except Exception:
+                continue
+            out.update((id(c), offsets) for c, offsets in found.items())
+    finally:
+        WITHIN.clear()
+    return out
 
 
 def phase_report(where):
