@@ -36,7 +36,7 @@ import abc
 def helper_{m}(x):
     """Helps."""
     return x + {m}
-
+{functions}
 
 class Thing{m}(metaclass=abc.ABCMeta):
     """A thing."""
@@ -46,7 +46,7 @@ class Thing{m}(metaclass=abc.ABCMeta):
     @property
     def size(self):
         return self.limit
-{functions}'''
+'''
 
 FUNCTION = '''
 
@@ -98,7 +98,7 @@ def commits(modules: int) -> list[tuple[str, list[tuple[str, str, str]]]]:
                 (f"lib/m{last}.py", '"""A thing."""', '"""A thing!"""'),
             ],
         ),
-        ("trailing whitespace stripped", [("lib/m1.py", '"""Area 1."""\n', '"""Area 1."""\n\n')]),
+        ("a blank line above the imports", [("lib/m1.py", '"""Area 1."""\n', '"""Area 1."""\n\n')]),
         ("a line above a class", [("lib/m0.py", "\nclass Thing0", "\n# things\nclass Thing0")]),
         ("an edit inside one function", [("lib/m0.py", "* 1\n", "* 1 + 0\n")]),
         (
@@ -120,7 +120,7 @@ def commits(modules: int) -> list[tuple[str, list[tuple[str, str, str]]]]:
     ]
 
 
-def build(root: Path) -> dict[str, str]:
+def build(root: Path, *options: str) -> dict[str, str]:
     """``memotest build --pytest tests``: each target's status."""
     report = root.parent / "report.json"
     subprocess.run(
@@ -130,6 +130,7 @@ def build(root: Path) -> dict[str, str]:
             "memotest",
             "build",
             "-j2",
+            *options,
             "--json-report",
             str(report),
             "--pytest",
@@ -163,13 +164,19 @@ def retest_all(root: Path, tests: list[str]) -> set[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="3 modules x 3 functions")
+    ap.add_argument(
+        "--whole-files",
+        action="store_true",
+        help="hold every Python file whole: what memotest did with this layout before issue 30",
+    )
     args = ap.parse_args()
+    options = ("--whole-files",) if args.whole_files else ()
     modules, functions = (3, 3) if args.quick else (8, 4)
     with tempfile.TemporaryDirectory(prefix="memotest-layout-") as tmp:
         root = Path(tmp) / "repo"
         tests = layout(root, modules, functions)
         started = time.monotonic()
-        first = build(root)
+        first = build(root, *options)
         print(
             f"{len(tests)} test files, first build: {len(first)} run "
             f"({time.monotonic() - started:.1f}s)"
@@ -179,15 +186,17 @@ def main() -> int:
         for what, edits in commits(modules):
             for rel, old, new in edits:
                 edit(root, rel, old, new)
-            statuses = build(root)
+            statuses = build(root, *options)
             ran = sorted(n for n, s in statuses.items() if s != "cached")
             failing = retest_all(root, tests)
             missed = sorted(n for n in failing if statuses.get(n) != "failed")
             bad += len(missed)
             print(
-                f"{what:40} {len(ran):>4}/{len(tests):<4} {len(missed):>14}"
-                + (f"  missed: {', '.join(missed)}" if missed else "")
+                f"{what:40} {len(ran):>4}/{len(tests):<4} {len(missed):>14}",
+                flush=True,
+                end="",
             )
+            print(f"  missed: {', '.join(missed)}" if missed else "", flush=True)
         return 1 if bad else 0
 
 
