@@ -195,6 +195,9 @@ class Trace:
     #: ``[qualified name, first line, check digest]`` (``worker/codes.py``,
     #: ``inputs/code.py``). None when the run could not tell.
     code: dict[str, list[list]] | None = None
+    #: For a run that could have been forked from a warm worker: why its Python files
+    #: were kept whole (``runner.kept_whole``), None when it noted the code that ran.
+    code_whole: str | None = None
     #: With ``code``, when a test runner's plugin labelled the parts of the run (each
     #: test): the code of the project's files each part executed
     #: (``worker/code_watch.py``'s ``phase_report``). None otherwise.

@@ -41,6 +41,9 @@ class TargetResult:
     #: ``--select tests``: how many of its tests the run ran, of how many (the others'
     #: outcomes replayed: :mod:`memotest.select`), or None when it ran them all.
     selected: tuple[int, int] | None = None
+    #: Why the run kept its Python files whole where it could have noted them by the
+    #: code that ran (``Trace.code_whole``; shown with ``build -v``), else None.
+    whole: str | None = None
 
 
 @dataclass
@@ -110,6 +113,8 @@ def _target_json(r: TargetResult) -> dict[str, object]:
         "reason": r.reason,
         "note": r.note,
     }
+    if r.whole is not None:
+        out["whole"] = r.whole
     if r.tests is not None:
         out["tests"] = [
             {

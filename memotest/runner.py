@@ -101,7 +101,14 @@ class Runner:
         return outcome
 
     def _run_traced(
-        self, target: Target, env: dict, log, tmpdir: str, started: float, warm: bool = True
+        self,
+        target: Target,
+        env: dict,
+        log,
+        tmpdir: str,
+        started: float,
+        warm: bool = True,
+        fresh: str | None = None,
     ) -> Outcome:
         if not os.path.isdir(target.cwd):
             return self._error(target, f"cwd {target.cwd} does not exist", started)
@@ -120,7 +127,8 @@ class Runner:
             try:
                 try:
                     traced.start()
-                except WarmUnavailable:
+                except WarmUnavailable as exc:
+                    fresh = f"the worker could not take it: {exc}"
                     traced.launcher = subprocess.Popen  # a fresh process, as without one
                     traced.start()
             except OSError as exc:
@@ -145,6 +153,8 @@ class Runner:
                     self._running.discard(traced)
         remote = traced.proc if isinstance(traced.proc, RemoteProcess) else None
         pool = self.pool
+        if target.warm:
+            trace.code_whole = kept_whole(pool, worker, remote, fresh)
         if remote is not None and worker is not None and pool is not None:
             pool.learn(worker.spec, remote)
             whole = (remote.report or {}).get("code")
@@ -161,9 +171,11 @@ class Runner:
                     # inlined calls): a recursion deep enough may crash where it would
                     # not in a fresh process.
                     pool.note(f"{target.name} ran again, fresh: it crashed in a worker")
+                    fresh = "it crashed in a worker"
                 else:
                     names = ", ".join(remote.tainted)
                     pool.note(f"{target.name} ran again, fresh: the worker had preloaded {names}")
+                    fresh = f"the worker had preloaded {names}"
                 # The run wanted a module the worker had preloaded imported afresh (a
                 # plugin's import hook would have rewritten it), or the run's sys.path
                 # would have found it elsewhere: not the result a fresh run would give.
@@ -174,7 +186,7 @@ class Runner:
                     os.unlink(env[RESULTS_ENV])
                 shutil.rmtree(tmpdir, ignore_errors=True)
                 os.mkdir(tmpdir)
-                return self._run_traced(target, env, log, tmpdir, started, warm=False)
+                return self._run_traced(target, env, log, tmpdir, started, False, fresh)
         return self._ended(
             target, status, trace.exit_code, tmpdir, started, trace=trace, scratch=scratch
         )
@@ -299,3 +311,37 @@ class _Follower:
         self.done.set()
         self.thread.join()
         self.file.close()
+
+
+def kept_whole(
+    pool: WorkerPool | None,
+    worker: object,
+    remote: RemoteProcess | None,
+    fresh: str | None,
+) -> str | None:
+    """Why a run of a target forked from a warm worker, when it can be, kept its Python
+    files whole (``build -v``): None when it noted the code that ran
+    (``memotest/worker/code_watch.py``; ``docs/limits.md``)."""
+    import json
+
+    from memotest._executed import extension_path
+
+    if remote is None:
+        if fresh is not None:
+            return f"it ran in a fresh process ({fresh})"
+        if pool is None:
+            return "it ran in a fresh process (--no-warm)"
+        return "it ran in a fresh process (no warm worker could run its command)"
+    code = (remote.report or {}).get("code")
+    if isinstance(code, str):
+        return code
+    if isinstance(code, dict):
+        return None
+    if not getattr(worker, "code_level", False):
+        return "--whole-files"
+    if extension_path() is None:
+        return "memotest/_executed is not built"
+    args = json.dumps((remote.report or {}).get("args"))
+    if args in getattr(worker, "whole", ()):
+        return "an earlier run of it ran Hypothesis's engine (`whole` in .memotest/warm.json)"
+    return "its interpreter cannot note the code it runs (not the Python memotest runs on)"

@@ -244,6 +244,7 @@ class Step:
         trace = outcome.trace
         if trace is None or self.runner.interrupted.is_set():
             return result
+        result.whole = trace.code_whole
         # What the target wrote is no longer what this build's snapshot says.
         self.states.forget(trace.writes | trace.deleted)
         if store is None:

@@ -125,6 +125,8 @@ class TerminalReporter:
         if r.reason and shown:
             line += f" ({r.reason})"
         self.out.write(line + "\n")
+        if r.whole and self.verbose:
+            self.out.write(f"  Python files kept whole: {r.whole}\n")
         if r.note:  # why it will run again: terse as ninja's, the detail with -v
             self.out.write(f"  {r.note if self.verbose or r.fault else terse(r.note)}\n")
         if r.status in ("failed", "timeout", "error") and r.log:

@@ -187,13 +187,24 @@ def record(source: bytes, path: str, executed: list[list[Any]]) -> bytes | None:
     return record_tree(codes, executed)
 
 
-def _memo(memo: dict | None, key: str, code: Any, lines: bool) -> str:
+def _memo(
+    memo: dict | None, key: str, code: Any, lines: bool, quiet: list[int] | None = None
+) -> str:
     if memo is None:
-        return digest(code, lines)
-    got = memo.get((key, lines))
+        return digest(code, lines, quiet)
+    place = (key, lines, tuple(quiet) if quiet is not None else None)
+    got = memo.get(place)
     if got is None:
-        got = memo[key, lines] = digest(code, lines)
+        got = memo[place] = digest(code, lines, quiet)
     return got
+
+
+def _quiet(value: Any) -> list[int] | None:
+    """The offsets a run vouched ran no Python code (``worker/class_lines.py``), if
+    ``value`` is such a list."""
+    if isinstance(value, list) and all(type(x) is int for x in value):
+        return sorted(value)
+    return None
 
 
 def record_tree(codes: dict, executed: list[list[Any]], memo: dict | None = None) -> bytes | None:
@@ -207,18 +218,25 @@ def record_tree(codes: dict, executed: list[list[Any]], memo: dict | None = None
         if memo is not None:
             memo["places"] = by_place
     ran = set()
-    for name, line, seen in executed:
+    quiet: dict[str, list[int]] = {}
+    for name, line, seen, *extra in executed:
         keys = [
             k for k in by_place.get((name, line), ()) if _memo(memo, k, codes[k][0], True) == seen
         ]
         if not keys:
             return None
         ran.update(keys)  # two alike on one line: both count
+        offsets = _quiet(extra[0]) if extra else None
+        if offsets is not None and len(keys) == 1 and codes[keys[0]][1]:
+            quiet[keys[0]] = offsets  # a body the run vouched for (worker/class_lines.py)
     module = next(iter(codes))
     if module not in ran:
         return None  # the module's body always runs when it is imported
-    digests = {k: _memo(memo, k, codes[k][0], not codes[k][1]) for k in sorted(ran)}
-    return json.dumps({"tag": cache_tag(), "code": digests}, sort_keys=True).encode()
+    digests = {k: _memo(memo, k, codes[k][0], not codes[k][1], quiet.get(k)) for k in sorted(ran)}
+    data: dict[str, Any] = {"tag": cache_tag(), "code": digests}
+    if quiet:
+        data["quiet"] = quiet
+    return json.dumps(data, sort_keys=True).encode()
 
 
 def changed(blob: bytes, codes: dict | Exception, memo: dict | None = None) -> str | None:
@@ -233,9 +251,10 @@ def changed(blob: bytes, codes: dict | Exception, memo: dict | None = None) -> s
         return "its code was recorded by another Python version"
     if isinstance(codes, Exception):
         return f"it no longer compiles ({type(codes).__name__})"
+    quiet = recorded.get("quiet") or {}
     for key, want in recorded.get("code", {}).items():
         have = codes.get(key)
-        if have is None or _memo(memo, key, have[0], not have[1]) != want:
+        if have is None or _memo(memo, key, have[0], not have[1], _quiet(quiet.get(key))) != want:
             name = key.rsplit("#", 1)[0]
             if name == "<module>":
                 return (

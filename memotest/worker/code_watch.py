@@ -2,22 +2,22 @@
 
 The run's process notes every code object it evaluates (the ``_executed`` extension,
 loaded by path when memotest's Python compiles as this one does). At the run's end this
-module reports, for each ``.py`` file of the project (under the run's folder, outside the
-interpreter's) that the import system read and nothing else opened, the code objects of
-it that ran (``codes.check``): memotest then holds the file by that code
-(``memotest/inputs/code.py``). A file opened otherwise (a test calling its loader's
-``get_code`` included), or stat'ed through ``os`` (its size and times: :func:`noting`),
-stays whole. Or it says why that cannot be told, and the files stay
-whole: something else took over noting the code, the run forked a Python process (code
-ran where this one cannot see it), a thread was still running, or a plugin says so
-(``keep_whole`` in ``extensions.py``). Code whose ``__code__`` was read without running
-it (``dis``, ``numba``, ``inspect.signature``) counts as run.
+module reports, for each ``.py`` file of the project (:func:`project_file`: outside the
+interpreter's folders and installed distributions) that the import system read and
+nothing else opened, the code objects of it that ran (``codes.check``): memotest then
+holds the file by that code (``memotest/inputs/code.py``). A file opened otherwise (a
+test calling its loader's ``get_code`` included), or stat'ed through ``os`` (its size
+and times: :func:`noting`), stays whole. Or it says why that cannot be told, and the
+files stay whole: something else took over noting the code, the run forked a Python
+process (code ran where this one cannot see it), a thread was still running, or a
+plugin says so (``keep_whole`` in ``extensions.py``). Code whose ``__code__`` was read
+without running it (``dis``, ``numba``, ``inspect.signature``) counts as run.
 """
 
 import os
 import sys
 
-from . import audit, extensions
+from . import audit, class_lines, extensions
 from .codes import check, qualname
 from .interpreter import threads
 
@@ -37,6 +37,9 @@ USES = {}
 #: as run; kept apart so that the global part can tell them from code that ran).
 PEEKED = {}
 SEEN_INSPECTED = [0]
+#: The files of the modules the worker imported (memotest's own among them): not the
+#: project's in any part (:func:`phase_report`), whatever folder they are in.
+WORKERS = set()
 
 
 def load_executed(cfg):
@@ -96,7 +99,7 @@ def note(path, by="?"):
     if isinstance(path, bytes):
         path = os.fsdecode(path)
     if isinstance(path, str) and path.endswith(".py"):
-        path = path if os.path.isabs(path) else os.path.basename(path)
+        path = os.path.normpath(path) if os.path.isabs(path) else os.path.basename(path)
         OPENED.add(path)
         OPENERS.setdefault(path, set()).add(by)
 
@@ -185,6 +188,26 @@ def watch_code():
     os.register_at_fork(before=lambda: FORKED.append(True))
 
 
+#: Folders of installed distributions: a file in one is a library's, not the project's.
+INSTALLED_PARTS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+
+
+def project_file(path, where):
+    """Whether the code file ``path`` is one of the project's ``.py`` files: any source
+    file outside the interpreter's own folders (``where``) and outside every folder of
+    installed distributions. Neither the run's folder (pytest's rootdir, ``tests/`` when
+    the configuration is there) nor the repository bounds it: noting a file by the code
+    that ran is as sound for a library beside the rootdir, or a checkout on
+    ``PYTHONPATH``, as for the files under the run's folder."""
+    return (
+        isinstance(path, str)
+        and path.endswith(".py")
+        and os.path.isabs(path)
+        and not os.path.normpath(path).startswith(where)
+        and not any(part in path for part in INSTALLED_PARTS)
+    )
+
+
 def code_report(executed, had, where):
     """The code objects this run executed from the project's ``.py`` files that an
     import read, and only an import: ``{path: [[qualified name, first line, check],
@@ -208,43 +231,73 @@ def code_report(executed, had, where):
             return why
     excluded = extensions.each("excluded")
     sources = set()
-    here = os.path.join(os.getcwd(), "")
+    namespaces = {}  # origin -> its module's namespace
     for name, module in list(sys.modules.items()):
         try:
-            spec = object.__getattribute__(module, "__dict__").get("__spec__")
+            namespace = object.__getattribute__(module, "__dict__")
+            spec = namespace.get("__spec__")
         except Exception:
             continue
         origin = getattr(spec, "origin", None)
         loader = getattr(spec, "loader", None)
+        if name in had:  # its code ran in the worker too: no part's alone
+            path = namespace.get("__file__") or origin  # the worker's own have no spec
+            if isinstance(path, str):
+                WORKERS.add(os.path.normpath(path))
         if name in had or type(loader) is not importlib.machinery.SourceFileLoader:
             continue
         if not isinstance(origin, str) or any(exclude(origin) for exclude in excluded):
             continue
         if (
-            origin.endswith(".py")
-            and origin.startswith(here)
-            and not os.path.normpath(origin).startswith(where)
-            and origin not in OPENED
+            project_file(origin, where)
+            and os.path.normpath(origin) not in OPENED
             and os.path.basename(origin) not in OPENED
         ):
             sources.add(origin)
+            # A file imported as two modules: which one a class statement made is unknown.
+            namespaces[origin] = None if origin in namespaces else namespace
     found = {}
     inspected = list(INSPECTED)
     while inspected:
         code = inspected.pop()
         codes.append(code)
         inspected.extend(c for c in code.co_consts if hasattr(c, "co_code"))
+    quiet = quiet_classes(codes, namespaces)
     for code in {id(c): c for c in codes}.values():
         if code.co_filename in sources:
-            found.setdefault(code.co_filename, []).append(
-                [qualname(code), code.co_firstlineno, check(code)]
-            )
+            # Keyed as the trace names it (``pythonpath = ..`` in ``tests/pytest.ini``
+            # imports ``tests/../pkg/a.py``).
+            entry = [qualname(code), code.co_firstlineno, check(code)]
+            if id(code) in quiet:
+                entry.append(quiet[id(code)])
+            found.setdefault(os.path.normpath(code.co_filename), []).append(entry)
     return found
 
 
+def quiet_classes(codes, namespaces):
+    """``{id(code): [offset, ...]}``: the instructions of the module bodies that ran (of
+    the files ``namespaces`` maps to their module's namespace) and of their class bodies
+    during which no Python code ran but a class body's (``class_lines.quiet_offsets``)."""
+    out = {}
+    WITHIN.append(True)  # what it reads of abc's code is not the run's
+    try:
+        for code in codes:
+            space = namespaces.get(code.co_filename)
+            if code.co_name != "<module>" or not isinstance(space, dict):
+                continue
+            try:
+                found = class_lines.quiet_offsets(code, space)
+            except Exception:
+                continue
+            out.update((id(c), offsets) for c, offsets in found.items())
+    finally:
+        WITHIN.clear()
+    return out
+
+
 def phase_report(where):
-    """The code of the project's ``.py`` files (under the run's folder, outside the
-    interpreter's folders ``where``) each labelled part of the run executed, with the
+    """The code of the project's ``.py`` files (:func:`project_file`; ``where``: the
+    interpreter's folders) each labelled part of the run executed, with the
     code of the phases it uses (:func:`uses`): ``{"global": {path: [[qualified name,
     first line], ...]}, "peeked": {...}, "parts": {label: {...}}, "openers": {path: [file,
     ...]}}``, in the order the parts were first labelled; None if the run labelled none.
@@ -256,7 +309,6 @@ def phase_report(where):
     memotest's to decide (``memotest_pytest/selection.py``)."""
     if not USES:
         return None
-    here = os.path.join(os.getcwd(), "")
     paths = set()
     kept = {}  # id(code) -> (path, [qualified name, first line]), or None: not the project's
 
@@ -266,11 +318,8 @@ def phase_report(where):
         if key not in kept:
             path = code.co_filename
             kept[key] = (
-                (path, [qualname(code), code.co_firstlineno])
-                if isinstance(path, str)
-                and path.endswith(".py")
-                and path.startswith(here)
-                and not os.path.normpath(path).startswith(where)
+                (os.path.normpath(path), [qualname(code), code.co_firstlineno])
+                if project_file(path, where) and os.path.normpath(path) not in WORKERS
                 else None
             )
         return kept[key]

@@ -20,7 +20,10 @@ statement, an operator; every instruction of a class body, whose namespace may b
 mapping), not those of the instructions that only bind a name (``def`` without a
 decorator, a constant). So an edit inside one function, or a comment, leaves every run
 that did not execute that function cached while no call, import, class or decorator of
-a body comes after it; otherwise the runs that imported the file run again.
+a body comes after it; otherwise the runs that imported the file run again. A class
+statement whose making ran no Python code but its body's, and whose body ran none but
+``property``'s and its kin's, is no more observable than a constant: the run vouches for
+the offsets of those instructions (``class_lines.py``), and their lines do not count.
 
 Code objects are named by their path in the file's tree (``Outer.method#0``: the
 qualified name and its occurrence in a depth-first walk). A fingerprint is the map of
@@ -67,16 +70,30 @@ _QUIET = frozenset(
 )
 
 
-def _loud_lines(code):
+#: The instructions of a class body quiet when its namespace is a dict (``type``'s).
+QUIET_CLASS = _QUIET | {
+    "MAKE_CELL",
+    "COPY_FREE_VARS",
+    "LOAD_CLOSURE",
+    "LOAD_CLASSDEREF",
+    "BUILD_LIST",
+}
+
+
+def _loud_lines(code, quiet=None):
     """The line of every instruction of a body during which Python code can run (a call,
     an import, a class statement, an operator): a frame read then (``sys._getframe``,
     ``logging``'s ``%(lineno)d``, a warning) sees it. A class body's namespace may be
-    any mapping (``__prepare__``), so all its instructions count."""
+    any mapping (``__prepare__``), so all its instructions count, unless the run
+    vouched for it (``quiet``, ``class_lines.quiet_offsets``: the offsets of the
+    instructions that ran no Python code; for a class body, its namespace was a dict)."""
     module = code.co_name == "<module>"
+    silent = _QUIET if module else QUIET_CLASS if quiet is not None else frozenset()
+    skip = frozenset(quiet or ())
     return [
         (i.offset, i.positions.lineno if hasattr(i, "positions") else i.starts_line)
         for i in dis.get_instructions(code)
-        if not (module and i.opname in _QUIET)
+        if i.opname not in silent and i.offset not in skip
     ]
 
 
@@ -122,9 +139,9 @@ def interface(code):
     )
 
 
-def digest(code, lines):
+def digest(code, lines, quiet=None):
     """The digest of one code object: nested code objects count by their interface only;
-    ``lines`` says whether its line numbers count."""
+    ``lines`` says whether its line numbers count (``quiet``: see :func:`_loud_lines`)."""
     parts = [
         interface(code),
         code.co_code.hex(),
@@ -140,7 +157,7 @@ def digest(code, lines):
         table = getattr(code, "co_linetable", None)
         parts.append(table.hex() if table is not None else code.co_lnotab.hex())
     else:
-        parts.append(repr(_loud_lines(code)))
+        parts.append(repr(_loud_lines(code, quiet)))
     return hashlib.blake2b(
         "\0".join(parts).encode("utf-8", "surrogatepass"), digest_size=16
     ).hexdigest()

@@ -22,6 +22,7 @@ from memotest import plugins
 #: The worker's own modules, each after those it imports.
 MODULES = (
     "codes",
+    "class_lines",
     "audit",
     "extensions",
     "interpreter",
