@@ -173,8 +173,9 @@ def _replay_or_run(
                     rec.duration,
                     record=rec,
                 )
+        # With the store open: the last record's inputs are read from it lazily.
+        step.snapshot(target, verdict.record)
     reason = step.unreplayable.get(target.name) or verdict.reason
-    step.snapshot(target, verdict.record)
     outcome = step.run(target, tee=tee, unkeyed_env=unkeyed_env)
     # The command ran: from here on, nothing raises (memotest.faults).
     try:

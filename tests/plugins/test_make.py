@@ -126,6 +126,10 @@ def test_marked_recipe_runs_once_then_replays(proj):
     (root / "input.txt").write_text("two")
     third = make(root, "test")
     assert third.returncode == 0 and "test read two" in third.stdout
+    assert "memotest failed" not in third.stderr  # a stale line is run and recorded
+    assert runs(counter, "test") == 2
+    fourth = make(root, "test")
+    assert "test: up to date, replayed" in fourth.stderr, fourth.stderr
     assert runs(counter, "test") == 2
 
 
