@@ -14,8 +14,10 @@ from test_codelevel import PKG_A, USES, edit
 from memotest.model import Kind
 from memotest.store import Store
 
-A = "pytest:test_a.py"
-B = "pytest:test_b.py"
+# Named from the repository, where the store is too (plugins/memotest_pytest/plugin.py's
+# project_home), not from pytest's rootdir ``tests/``.
+A = "pytest:tests/test_a.py"
+B = "pytest:tests/test_b.py"
 
 
 def layout(tmp_path: Path, test_a: str = USES) -> Path:
@@ -41,7 +43,8 @@ def built(repo: Path, *args: str) -> tuple[str, dict[str, str]]:
 
 def kinds(repo: Path) -> set[str]:
     path = str(repo / "pkg/a.py")
-    with Store.open(repo / "tests", lock=False) as store:
+    assert not (repo / "tests" / ".memotest").exists()  # one store, at the repository
+    with Store.open(repo, lock=False) as store:
         records = store.records([A, B]).values()
         return {Kind(i.kind).value for r in records for i in r.inputs if i.path == path}
 
@@ -77,3 +80,19 @@ def test_build_v_says_why_a_run_kept_its_files_whole(tmp_path):
     assert "kept whole" not in lines[line + 1], out  # it noted its code
     out, st = built(repo, "-v", "--whole-files")
     assert "Python files kept whole: --whole-files" in out, out
+
+
+def test_show_and_explain_find_the_records_from_the_repository(tmp_path):
+    """The issue's project: a Makefile at the root, pytest's settings in ``tests/``."""
+    from conftest import memotest
+
+    repo = layout(tmp_path)
+    (repo / "Makefile").write_text("all:\n\techo hi\n")
+    assert built(repo)[1] == {A: "passed", B: "passed"}
+    show = memotest("show", A, cwd=repo)
+    assert show.returncode == 0, show.stderr.decode()
+    assert f"{A}: passed" in show.stdout.decode()
+    edit(repo, "return x + 1", "return x + 2")
+    explain = memotest("explain", A, cwd=repo)
+    assert "would run" in explain.stdout.decode(), explain.stderr.decode()
+    assert "used changed" in explain.stdout.decode()

@@ -4,12 +4,14 @@
 would run (``--collect-only``, in a subprocess, in the current folder), groups them by
 file, and makes one target per file::
 
-    pytest:<path relative to rootdir>
+    pytest:<path relative to the project>
         command: PYTHON -m pytest -q -p no:cacheprovider <path>    cwd: pytest's rootdir
 
-The store is ``.memotest/`` in pytest's rootdir. ``PYTHON`` is the interpreter running
-memotest (``sys.executable``) unless ``--pytest-python`` names another: collection and the
-targets use the same one, and the tests' dependencies must be importable by it.
+The project is the current folder when pytest's rootdir is inside it (a ``pytest.ini``
+kept in ``tests/``), else the rootdir; the store is ``.memotest/`` there. ``PYTHON`` is
+the interpreter running memotest (``sys.executable``) unless ``--pytest-python`` names
+another: collection and the targets use the same one, and the tests' dependencies must be
+importable by it.
 
 Every word after ``--pytest`` up to the next option is a PATH (a file or folder that must
 exist); with none, pytest collects what it would collect by itself (``testpaths`` or the
@@ -155,11 +157,14 @@ def load(
             )
     data = collect(cwd, paths, python, warm, pool)
     rootdir = Path(data["rootdir"])
+    home = project_home(cwd, rootdir)
     if not same_file(str(rootdir), str(cwd)):
         # The targets run in the rootdir, where imports may resolve differently (python -m
         # puts the current folder on sys.path): collect again there, as they will run.
         wanted = [os.path.join(cwd, p) for p in paths] or [str(cwd)]
-        data = collect(rootdir, [os.path.abspath(p) for p in wanted], python, warm, pool)
+        data = collect(
+            rootdir, [os.path.abspath(p) for p in wanted], python, warm, pool, store=home
+        )
         rootdir = Path(data["rootdir"])
         cwd = rootdir
     where = " ".join(paths) if paths else str(cwd)
@@ -197,7 +202,7 @@ def load(
     seen: dict[Path, bool] = {}
     for file in sorted(data["files"]):
         rel = os.path.relpath(file, rootdir)
-        name = f"pytest:{rel}"
+        name = f"pytest:{os.path.relpath(file, home)}"
         # pytest run on this one file would look for its configuration from the file's
         # folder up: a configuration file in between (tests/sub/pytest.ini) may be the one
         # it takes, so such a target is left to pytest's own search.
@@ -213,7 +218,15 @@ def load(
                 warm=modules,
             )
     project_file = Path(data["inipath"]) if data.get("inipath") else rootdir
-    return Project(project_file, rootdir, settings, targets)
+    return Project(project_file, home, settings, targets)
+
+
+def project_home(cwd: Path, rootdir: Path) -> Path:
+    """The project the targets belong to (their names' base and the store's folder): the
+    folder memotest runs in when pytest's rootdir is inside it (settings kept in
+    ``tests/pytest.ini``), else the rootdir (memotest run in a subfolder of it)."""
+    here, root = os.path.realpath(cwd), os.path.realpath(rootdir)
+    return Path(cwd) if os.path.commonpath([here, root]) == here else rootdir
 
 
 def file_args(rel: str, file: str, narrow: bool) -> tuple[str, ...]:
@@ -288,12 +301,18 @@ def pinned_config(inipath: str | None, rootdir: Path, settings: bool = True) -> 
 
 
 def collect(
-    cwd: Path, paths: list[str], python: str, warm: bool = True, pool: WorkerPool | None = None
+    cwd: Path,
+    paths: list[str],
+    python: str,
+    warm: bool = True,
+    pool: WorkerPool | None = None,
+    store: Path | None = None,
 ) -> dict[str, Any]:
     """Runs the collection driver with ``python`` in ``cwd``; returns its JSON report
     (plus ``output``: what pytest printed).
 
-    The collection is itself memoized (``run_memoized``, in ``cwd``'s store): it is a
+    The collection is itself memoized (``run_memoized``, in the store of ``store``, else
+    of ``cwd``): it is a
     command like any other, whose inputs are the test files, conftests and plugins it
     read, so a build where nothing changed does not pay for collecting again.
     """
@@ -317,7 +336,7 @@ def collect(
     )
     settings = Settings(pass_env=(*DEFAULT_PASS_ENV, *PYTEST_PASS_ENV))
     try:
-        result = run_memoized(target, root=cwd, settings=settings, pool=pool)
+        result = run_memoized(target, root=store or cwd, settings=settings, pool=pool)
     except OSError as exc:
         raise ConfigError(f"pytest: cannot run {python}: {exc.strerror}") from None
     if result.status == "timeout":
