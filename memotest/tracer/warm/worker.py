@@ -58,6 +58,15 @@ def _sig(path: str, listed: bool = True) -> StatSig | str | None:
     return StatSig.of(st)
 
 
+def own_folder_left_out(events: list[Event], folder: str) -> list[Event]:
+    """The worker's events but those of its own folder (its private ``TMPDIR``, where
+    ``tempfile`` writes a probe the first time it is asked for a folder, as a plugin
+    preparing its runs may ask): memotest's, no project's, and not the run's own (every
+    run forked from the worker would otherwise have written it)."""
+    inside = os.path.join(folder, "")
+    return [ev for ev in events if not (ev.fields and ev.fields[0].startswith(inside))]
+
+
 class Channel:
     """JSON lines from a pipe, with a timeout."""
 
@@ -117,6 +126,7 @@ class Worker:
         self._err = open(self.err_path, "wb")  # noqa: SIM115 - closed by close()
         cfg = {
             "modules": spec.modules,
+            "prepare": list(spec.prepare),
             "preload": preload,
             "mark": PRELOAD_MARK,
             "shim": shim.shim_path(),
@@ -178,6 +188,7 @@ class Worker:
             return False
         events, damage = read_log(self.run.log_path)
         events, self.refused = project_reads(events, self.spec.cwd, msg.get("roots") or [])
+        events = own_folder_left_out(events, self.dir)
         self.preloaded = frozenset(msg.get("preloaded") or ())
         if self.refused:
             self.why = "preloading {}: {}".format(*self.refused[0])
