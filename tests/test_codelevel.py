@@ -253,9 +253,11 @@ def test_the_extension_notes_code_run_in_every_thread():
     assert out.stdout.split() == ["True", "True"], out.stderr
 
 
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="Python 3.11's frame hook")
 def test_a_run_that_crashes_in_a_worker_runs_again_fresh(tmp_path):
-    """Noting the code that runs takes C stack for each Python call: a recursion that
-    fits a fresh process may crash a forked one."""
+    """Noting the code that runs through the frame-evaluation hook takes C stack for each
+    Python call: a recursion that fits a fresh process may crash a forked one. (Python
+    3.12+ notes through ``sys.monitoring``, which takes none: the next test.)"""
     deep = """
         import sys
 
@@ -271,6 +273,28 @@ def test_a_run_that_crashes_in_a_worker_runs_again_fresh(tmp_path):
     assert code == 0, out
     assert st[A] == "passed", out
     assert "ran again, fresh: it crashed in a worker" in out, out
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring")
+def test_a_deep_recursion_runs_in_a_worker_as_in_a_fresh_process(tmp_path):
+    """``sys.monitoring`` takes no C stack per call: the run forked from the worker, which
+    notes its code, passes as a fresh process does, and is not run again."""
+    deep = """
+        import sys
+
+        def down(n):
+            return 0 if n == 0 else 1 + down(n - 1)
+
+        def test_deep():
+            sys.setrecursionlimit(200_000)
+            assert down(100_000) == 100_000
+    """
+    proj = project(tmp_path, textwrap.dedent(deep))
+    code, out, st = build_statuses(proj, "--pytest", "-v")
+    assert code == 0, out
+    assert st[A] == "passed", out
+    assert "ran again, fresh" not in out, out
+    assert kinds(proj) == {"code"}, out  # its code was noted
 
 
 def test_a_file_that_ran_hypothesis_is_not_noted_again(tmp_path):

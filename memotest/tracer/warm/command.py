@@ -28,6 +28,7 @@ MODULES = (
     "listings",
     "sections",
     "preload",
+    "monitored",
     "code_watch",
     "child",
     "serve",

@@ -131,6 +131,10 @@ class Worker:
             "mark": PRELOAD_MARK,
             "shim": shim.shim_path(),
             "executed": extension_path() if code_level else None,
+            "code": code_level,
+            # How runs note the code they execute on Python 3.12+: sys.monitoring, or the
+            # extension's frame-evaluation hook (``frame-hook``, to compare them).
+            "noting": os.environ.get("MEMOTEST_CODE_NOTING", "monitoring"),
             "tag": codes.cache_tag(),
             "readers": worker_table(),
         }
