@@ -232,10 +232,18 @@ def test_record_refuses_code_the_file_does_not_have():
     assert code_kind.changed(blob, SyntaxError("x")) == "it no longer compiles (SyntaxError)"
 
 
-def test_the_extension_notes_code_run_in_every_thread():
+def test_the_code_noting_notes_code_run_in_every_thread():
+    """What the worker notes with: ``sys.monitoring`` on 3.12+, the extension before."""
     script = """
+        import sys
         import threading
-        from memotest._executed import _executed as ex
+
+        if sys.version_info >= (3, 12):
+            from memotest.worker.monitored import Monitored
+
+            ex = Monitored()
+        else:
+            from memotest._executed import _executed as ex
 
         def in_thread():
             return 1
