@@ -17,11 +17,23 @@ does, with the replay's venv in ``.bench/`` and its installed metadata), and mea
   durations (as the JSON report has them: the forked run under the tracer, and recording
   its inputs), and the rest (scheduling gaps, the store, the reports).
 
+Per file, it also prints what a forced memotest run costs beyond the same file's tests
+inside the one pytest session: the target's duration (from the -j1 build's JSON report)
+minus the file's time in that session (``benchmarks/pytest_plugins/file_times.py``: the
+collection of its module and the run of its items), median over the files.
+
 Each figure is one measurement: wall seconds and the CPU seconds of the processes it
 started (``RUSAGE_CHILDREN``), which a busy machine changes less. Run::
 
     python benchmarks/full_run.py                        # oslo.utils and structlog, -j1 -j2
     python benchmarks/full_run.py --projects structlog --jobs 2
+    python benchmarks/full_run.py --quick --checkout click=/path/to/click --venv VENV
+
+``--checkout NAME=DIR`` measures a local checkout (a ``git archive`` of a repository,
+tests in ``tests/``, the package in ``src/`` or at the top) with the venv ``--venv``,
+instead of a replay project's release; ``--quick`` leaves out pytest once per file and
+the ``--whole-files`` and ``--no-warm`` builds. The builds fork from configured pytest
+workers (``MEMOTEST_PYTEST_CONFIGURED=1``) unless ``--unconfigured`` is given.
 
 Set ``MEMOTEST_BENCH_WORK`` as for the replay (the working folders go under it).
 """
@@ -30,9 +42,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -42,6 +56,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import replay
 
 DEFAULT = ("oslo.utils", "structlog")
+PLUGINS = Path(__file__).resolve().parent / "pytest_plugins"
+#: Variables of memotest's own process in the builds (``--unconfigured``).
+EXTRA_ENV: dict[str, str] = {}
 
 
 def cpu() -> float:
@@ -77,13 +94,14 @@ def build(venv: Path, lane: Path, tests: str, env: dict, jobs: int, *extra: str)
     report.unlink(missing_ok=True)
     cmd = [str(venv / "bin" / "memotest"), "build", f"-j{jobs}", *extra]
     cmd += ["--json-report", str(report), "--pytest", tests]
-    wall, used, out = measure(cmd, lane, env)
+    wall, used, out = measure(cmd, lane, dict(env, **EXTRA_ENV))
     if not report.exists():
         return {"wall": wall, "cpu": used, "error": out[-500:]}
     data = json.loads(report.read_text())
     targets = sum(t.get("duration") or 0 for t in data["targets"])
     duration = data["summary"].get("duration") or 0.0
     return {
+        "per_target": {t["name"]: t.get("duration") or 0.0 for t in data["targets"]},
         "wall": wall,
         "cpu": used,
         "before_build": wall - duration,
@@ -94,30 +112,73 @@ def build(venv: Path, lane: Path, tests: str, env: dict, jobs: int, *extra: str)
     }
 
 
-def run(name: str, jobs: list[int], work: Path) -> dict:
-    project = replay.PROJECTS[name]
-    venv = replay.venv(project)
+def lay_checkout(source: Path, work: Path, name: str) -> Path:
+    """A copy of the checkout ``source`` in ``work/NAME``."""
+    lane = work / name
+    shutil.rmtree(lane, ignore_errors=True)
+    shutil.copytree(source, lane, symlinks=True, ignore=shutil.ignore_patterns(".memotest"))
+    return lane
+
+
+def run(
+    name: str,
+    jobs: list[int],
+    work: Path,
+    checkout: Path | None = None,
+    venv: Path | None = None,
+    quick: bool = False,
+) -> dict:
+    if checkout is None:
+        project = replay.PROJECTS[name]
+        venv = venv or replay.venv(project)
+        lane = lay(project, work)
+        release = project.releases[-1]
+    else:
+        root = "src" if (checkout / "src").is_dir() else "."
+        project = replay.Project(name, root, "tests", (), (), "a local checkout", metadata=False)
+        assert venv is not None, "--checkout needs --venv"
+        lane = lay_checkout(checkout, work, name)
+        release = "checkout"
     py = str(venv / "bin" / "python")
-    lane = lay(project, work)
     env = replay.environment(project, lane, venv)
     col = replay.collect(py, lane, project.tests, env)
     files = col["files"]
-    out: dict = {"project": name, "release": project.releases[-1], "files": len(files)}
+    out: dict = {"project": name, "release": release, "files": len(files)}
     base = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    wall, used, _ = measure([*base, project.tests], lane, env)
+    # Once unmeasured: Python's and pytest's caches of compiled (rewritten) modules, as a
+    # developer's checkout has them.
+    measure([*base, project.tests], lane, env)
+    times = lane.parent / f"{name}-file-times.json"
+    timed_env = dict(env, FILE_TIMES_OUT=str(times))
+    timed_env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(PLUGINS)])
+    wall, used, _ = measure([*base, "-p", "file_times", project.tests], lane, timed_env)
     out["pytest"] = {"wall": wall, "cpu": used}
-    walls, cpus = 0.0, 0.0
-    for rel in files:
-        wall, used, _ = measure([*base, rel], lane, env)
-        walls, cpus = walls + wall, cpus + used
-    out["per_file"] = {"wall": walls, "cpu": cpus}
+    out["in_session"] = json.loads(times.read_text()) if times.exists() else {}
+    if not quick:
+        walls, cpus = 0.0, 0.0
+        for rel in files:
+            wall, used, _ = measure([*base, rel], lane, env)
+            walls, cpus = walls + wall, cpus + used
+        out["per_file"] = {"wall": walls, "cpu": cpus}
     wall, used, _ = measure([*base, "--collect-only", project.tests], lane, env)
     out["collection"] = {"wall": wall, "cpu": used}
     for n in jobs:
         out[f"j{n}"] = build(venv, lane, project.tests, env, n)
-        if n == 1:
+        if n == 1 and not quick:
             out["j1_whole"] = build(venv, lane, project.tests, env, 1, "--whole-files")
             out["j1_cold"] = build(venv, lane, project.tests, env, 1, "--no-warm")
+    return out
+
+
+def extra_per_file(r: dict) -> list[float]:
+    """Per test file, the -j1 target's duration minus the file's time in one session."""
+    targets = (r.get("j1") or {}).get("per_target") or {}
+    inside = r.get("in_session") or {}
+    out = []
+    for name, duration in targets.items():
+        rel = name.split(":", 1)[1]
+        if rel in inside:
+            out.append(duration - inside[rel])
     return out
 
 
@@ -130,8 +191,9 @@ def show(r: dict) -> None:
         print(f"  {label:<34} {m['wall']:6.2f} / {m['cpu']:6.2f}  {x:5.2f}x  {note}")
 
     line("pytest (one process)", p)
-    start = (r["per_file"]["wall"] - p["wall"]) / n
-    line("pytest, one process per file", r["per_file"], f"start-up {start:.2f} s per file")
+    if "per_file" in r:
+        start = (r["per_file"]["wall"] - p["wall"]) / n
+        line("pytest, one process per file", r["per_file"], f"start-up {start:.2f} s per file")
     line("pytest --collect-only", r["collection"])
     for key, label in (
         ("j1", "memotest -j1"),
@@ -151,6 +213,14 @@ def show(r: dict) -> None:
             f"before the 1st target {m['before_build']:.2f} | targets {m['targets']:.2f} "
             f"({m['targets'] / m['n']:.2f}/target) | gaps {m['gaps']:.2f}",
         )
+    extra = extra_per_file(r)
+    if extra:
+        print(
+            f"  per file, a forced memotest -j1 run minus its tests in one pytest session: "
+            f"median {statistics.median(extra) * 1000:.0f} ms (min {min(extra) * 1000:.0f}, "
+            f"max {max(extra) * 1000:.0f}; {len(extra)} files)"
+        )
+    print(f"  load average during the project: {r.get('load', '?')}")
 
 
 def main() -> int:
@@ -158,11 +228,26 @@ def main() -> int:
     ap.add_argument("--projects", nargs="+", default=list(DEFAULT), metavar="NAME")
     ap.add_argument("--jobs", nargs="+", type=int, default=[1, 2])
     ap.add_argument("--out", type=Path, default=None, help="also write the figures as JSON")
+    ap.add_argument("--checkout", action="append", default=[], metavar="NAME=DIR")
+    ap.add_argument("--venv", type=Path, default=None, help="the venv of --checkout projects")
+    ap.add_argument("--quick", action="store_true", help="only pytest, memotest -jN")
+    ap.add_argument(
+        "--unconfigured",
+        action="store_true",
+        help="each run configures pytest itself (MEMOTEST_PYTEST_CONFIGURED=0, memotest's "
+        "default), not forked from a configured worker (=1, what is measured otherwise)",
+    )
     args = ap.parse_args()
+    EXTRA_ENV["MEMOTEST_PYTEST_CONFIGURED"] = "0" if args.unconfigured else "1"
     work = replay.WORK / "full-run"
     results = []
-    for name in args.projects:
-        r = run(name, args.jobs, work)
+    todo: list[tuple[str, Path | None]] = [(name, None) for name in args.projects]
+    if args.checkout:
+        todo = [(c.split("=", 1)[0], Path(c.split("=", 1)[1]).resolve()) for c in args.checkout]
+    for name, checkout in todo:
+        before = os.getloadavg()[0]
+        r = run(name, args.jobs, work, checkout, args.venv, args.quick)
+        r["load"] = f"{before:.1f} to {os.getloadavg()[0]:.1f}"
         show(r)
         results.append(r)
     if args.out:

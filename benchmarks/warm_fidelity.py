@@ -15,7 +15,10 @@ many printed the same warm and preloaded as fresh, and every target whose warm o
 preloaded log differs from its fresh one although the two fresh logs agree (with the
 first differing lines). Exit status 1 when there is such a target or a status differs.
 
-Run: ``python benchmarks/warm_fidelity.py [--projects NAME ...]`` (about a minute a project).
+Run: ``python benchmarks/warm_fidelity.py [--projects NAME ...]`` (about a minute a project);
+``--checkout NAME=DIR --venv VENV`` for a local checkout (as ``full_run.py``). The warm and
+preloaded builds fork each file from a configured pytest worker (``MEMOTEST_PYTEST_CONFIGURED``
+unset), the fresh ones run ``python -m pytest FILE``.
 """
 
 from __future__ import annotations
@@ -46,17 +49,24 @@ def normalize(text: str) -> str:
 
 
 class Lane:
-    def __init__(self, project: replay.Project) -> None:
+    def __init__(
+        self, project: replay.Project, checkout: Path | None = None, venv: Path | None = None
+    ) -> None:
         self.project = project
-        self.venv = replay.venv(project)
+        self.checkout = checkout
+        self.venv = venv or replay.venv(project)
         self.memotest = str(self.venv / "bin" / "memotest")
         # Outside this repository, like the replay's lanes: pytest would otherwise take
         # memotest's own pyproject.toml as the configuration of a project without one.
         self.root = replay.WORK.parent / "memotest-fidelity" / project.name
         self.env = replay.environment(project, self.root, self.venv)
+        self.env["MEMOTEST_PYTEST_CONFIGURED"] = "1"  # the warm builds: configured workers
 
     def setup(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+        if self.checkout is not None:
+            shutil.copytree(self.checkout, self.root, symlinks=True)
+            return
         self.root.mkdir(parents=True)
         version = self.project.releases[-1]
         src_root = replay.extracted(self.project.name, version)
@@ -100,10 +110,22 @@ def first_diff(a: str, b: str, lines: int = 4) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--projects", nargs="*", default=sorted(replay.PROJECTS))
+    ap.add_argument("--checkout", action="append", default=[], metavar="NAME=DIR")
+    ap.add_argument("--venv", type=Path, default=None, help="the venv of --checkout projects")
     args = ap.parse_args()
     bad = 0
-    for name in args.projects:
-        lane = Lane(replay.PROJECTS[name])
+    lanes = []
+    if not args.checkout:
+        lanes = [Lane(replay.PROJECTS[name]) for name in args.projects]
+    else:
+        for spec in args.checkout:
+            name, _, folder = spec.partition("=")
+            source = Path(folder).resolve()
+            root = "src" if (source / "src").is_dir() else "."
+            project = replay.Project(name, root, "tests", ("checkout",), (), "", metadata=False)
+            lanes.append(Lane(project, source, args.venv))
+    for lane in lanes:
+        name = lane.project.name
         lane.setup()
         fresh = lane.run("--no-warm")
         again = lane.run("--no-warm")

@@ -31,7 +31,11 @@ class Target:
     absolute. ``env`` holds the declared variables, which are always part of the key.
     ``warm`` names the modules a warm worker imports before forking runs of a ``PYTHON -m
     MODULE ...`` command (``tracer/warm/``): how the command is started, not what it
-    does, so not part of the key.
+    does, so not part of the key. ``prepare`` (``MODULE ARG ...``), when given, is what the
+    worker's plugin sets up once before forking (a test runner configured as a session
+    with those arguments: ``worker/extensions.py``); runs with another ``prepare`` get
+    another worker. Not part of the key either: the worker's observations while it
+    prepares are part of every run's record.
     """
 
     name: str
@@ -45,6 +49,7 @@ class Target:
     inputs: tuple[str, ...] = ()
     source: SourceLocation | None = None
     warm: tuple[str, ...] = ()
+    prepare: tuple[str, ...] = ()
     #: Absolute folders the runner empties and makes again before each run, so that
     #: nothing in them is an input (``memotest/scratch.py``); set by drivers (tox's
     #: ``env_tmp_dir``), part of the key when any.

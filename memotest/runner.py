@@ -246,7 +246,7 @@ class Runner:
         """The warm worker that can run ``target``, if there is one."""
         if self.pool is None or not target.warm or self.interrupted.is_set():
             return None
-        spec = WarmSpec.of(target.argv, target.warm, target.cwd, env)
+        spec = WarmSpec.of(target.argv, target.warm, target.cwd, env, target.prepare)
         return self.pool.worker(spec) if spec is not None else None
 
     def _error(self, target: Target, message: str, started: float) -> Outcome:

@@ -232,10 +232,18 @@ def test_record_refuses_code_the_file_does_not_have():
     assert code_kind.changed(blob, SyntaxError("x")) == "it no longer compiles (SyntaxError)"
 
 
-def test_the_extension_notes_code_run_in_every_thread():
+def test_the_code_noting_notes_code_run_in_every_thread():
+    """What the worker notes with: ``sys.monitoring`` on 3.12+, the extension before."""
     script = """
+        import sys
         import threading
-        from memotest._executed import _executed as ex
+
+        if sys.version_info >= (3, 12):
+            from memotest.worker.monitored import Monitored
+
+            ex = Monitored()
+        else:
+            from memotest._executed import _executed as ex
 
         def in_thread():
             return 1
@@ -253,9 +261,11 @@ def test_the_extension_notes_code_run_in_every_thread():
     assert out.stdout.split() == ["True", "True"], out.stderr
 
 
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="Python 3.11's frame hook")
 def test_a_run_that_crashes_in_a_worker_runs_again_fresh(tmp_path):
-    """Noting the code that runs takes C stack for each Python call: a recursion that
-    fits a fresh process may crash a forked one."""
+    """Noting the code that runs through the frame-evaluation hook takes C stack for each
+    Python call: a recursion that fits a fresh process may crash a forked one. (Python
+    3.12+ notes through ``sys.monitoring``, which takes none: the next test.)"""
     deep = """
         import sys
 
@@ -271,6 +281,28 @@ def test_a_run_that_crashes_in_a_worker_runs_again_fresh(tmp_path):
     assert code == 0, out
     assert st[A] == "passed", out
     assert "ran again, fresh: it crashed in a worker" in out, out
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring")
+def test_a_deep_recursion_runs_in_a_worker_as_in_a_fresh_process(tmp_path):
+    """``sys.monitoring`` takes no C stack per call: the run forked from the worker, which
+    notes its code, passes as a fresh process does, and is not run again."""
+    deep = """
+        import sys
+
+        def down(n):
+            return 0 if n == 0 else 1 + down(n - 1)
+
+        def test_deep():
+            sys.setrecursionlimit(200_000)
+            assert down(100_000) == 100_000
+    """
+    proj = project(tmp_path, textwrap.dedent(deep))
+    code, out, st = build_statuses(proj, "--pytest", "-v")
+    assert code == 0, out
+    assert st[A] == "passed", out
+    assert "ran again, fresh" not in out, out
+    assert kinds(proj) == {"code"}, out  # its code was noted
 
 
 def test_a_file_that_ran_hypothesis_is_not_noted_again(tmp_path):

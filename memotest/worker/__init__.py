@@ -19,7 +19,8 @@ The parts:
 * ``audit``: the one audit hook, dispatching each event to the parts that watch it;
 * ``listings``: the folders listed, and what was looked for in them;
 * ``sections``: the files only their reader opened (the readers table of the config);
-* ``codes`` and ``code_watch``: the code a run executed, and its digests;
+* ``codes``, ``code_watch`` and ``monitored``: the code a run executed (``sys.monitoring``
+  on Python 3.12+), and its digests;
 * ``extensions``: the worker-side modules plugins ship (``memotest_worker_modules``),
   called at defined moments;
 * ``preload``: importing more before forking, and what a run imported;

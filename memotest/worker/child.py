@@ -31,9 +31,11 @@ def write_report(memfd, report):
         pass
 
 
-def become(job, retarget, memfd, preloaded, had, where, executed):
+def become(job, retarget, memfd, preloaded, had, where, executed, runner=None):
     """Turns this child into the run ``job`` asks for; its report goes to ``memfd``
-    (none if negative). Returns when the run's module returns (or raises)."""
+    (none if negative). Returns when the run's module returns (or raises). ``runner``:
+    what a plugin prepared in the worker (``extensions.py``), called instead of running
+    the module; its exit status ends the run as ``python -m`` would."""
     import importlib
     import runpy
     import tempfile
@@ -56,7 +58,8 @@ def become(job, retarget, memfd, preloaded, had, where, executed):
     importlib.invalidate_caches()
     for key in [k for k, v in sys.path_importer_cache.items() if v is None]:
         del sys.path_importer_cache[key]  # a folder missing then may be there now
-    sys.path[0] = os.getcwd()
+    if runner is None:
+        sys.path[0] = os.getcwd()  # the worker's own, and what the preparation put first
     sys.argv = [job["module"], *job["args"]]
     if memfd >= 0:
         for before_run in extensions.each("before_run"):
@@ -88,7 +91,9 @@ def become(job, retarget, memfd, preloaded, had, where, executed):
         executed.phase()  # from now on, each phase's code too (code_watch.phase)
     main = getattr(runpy, "_run_module_as_main", None)
     try:
-        if main is not None:
+        if runner is not None:
+            sys.exit(runner(job))
+        elif main is not None:
             main(job["module"], alter_argv=True)
         else:
             runpy.run_module(job["module"], run_name="__main__", alter_sys=True)

@@ -1,17 +1,18 @@
 """The code a run executed, from the project's Python files that only an import read.
 
-The run's process notes every code object it evaluates (the ``_executed`` extension,
-loaded by path when memotest's Python compiles as this one does). At the run's end this
-module reports, for each ``.py`` file of the project (:func:`project_file`: outside the
-interpreter's folders and installed distributions) that the import system read and
-nothing else opened, the code objects of it that ran (``codes.check``): memotest then
-holds the file by that code (``memotest/inputs/code.py``). A file opened otherwise (a
-test calling its loader's ``get_code`` included), or stat'ed through ``os`` (its size
-and times: :func:`noting`), stays whole. Or it says why that cannot be told, and the
-files stay whole: something else took over noting the code, the run forked a Python
-process (code ran where this one cannot see it), a thread was still running, or a
-plugin says so (``keep_whole`` in ``extensions.py``). Code whose ``__code__`` was read
-without running it (``dis``, ``numba``, ``inspect.signature``) counts as run.
+The run's process notes every code object it evaluates (on Python 3.12+ through
+``sys.monitoring``, ``monitored.py``; before, the ``_executed`` extension, loaded by path
+when memotest's Python compiles as this one does). At the run's end this module reports,
+for each ``.py`` file of the project (:func:`project_file`: outside the interpreter's
+folders and installed distributions) that the import system read and nothing else
+opened, the code objects of it that ran (``codes.check``): memotest then holds the file by
+that code (``memotest/inputs/code.py``). A file opened otherwise (a test calling its
+loader's ``get_code`` included), or stat'ed through ``os`` (its size and times:
+:func:`noting`), stays whole. Or it says why that cannot be told, and the files stay
+whole: something else took over noting the code, the run forked a Python process (code
+ran where this one cannot see it), a thread was still running, or a plugin says so
+(``keep_whole`` in ``extensions.py``). Code whose ``__code__`` was read without running
+it (``dis``, ``numba``, ``inspect.signature``) counts as run.
 """
 
 import os
@@ -20,6 +21,7 @@ import sys
 from . import audit, class_lines, extensions
 from .codes import check, qualname
 from .interpreter import threads
+from .monitored import Monitored
 
 OPENED = set()  # .py files opened or stat'ed other than by an import
 OPENERS = {}  # such a file -> the files of the code that opened or stat'ed it
@@ -43,9 +45,15 @@ WORKERS = set()
 
 
 def load_executed(cfg):
-    """The extension that notes the code a run executed, or None."""
+    """What notes the code a run executed, or None: on Python 3.12+ ``sys.monitoring``
+    (``monitored.py``), unless ``noting`` is ``frame-hook``; else the extension."""
     path = cfg.get("executed")
-    if not path or sys.implementation.cache_tag != cfg.get("tag"):
+    wanted = cfg.get("code", bool(path))
+    if not wanted or sys.implementation.cache_tag != cfg.get("tag"):
+        return None
+    if Monitored.supported and cfg.get("noting") != "frame-hook":
+        return Monitored()
+    if not path:
         return None
     try:
         import importlib.util

@@ -7,6 +7,14 @@ itself...) ships a module of the standard library only and names it through the 
 it defines, all optional, under these names (inside the run's process: they must not
 raise):
 
+* ``prepare(module, args)``: in the worker at start-up, after its imports and preload and
+  before it says it is ready, when the spec names what to prepare (``Target.prepare``):
+  sets up the run of ``python -m module`` with ``args`` as far as it can without knowing
+  the run (a test runner's session configured, its plugins loaded), and returns the
+  function each forked child then calls instead of running the module,
+  ``run(job) -> exit status`` (``job["args"]`` are the run's own arguments); None if the
+  module is not yours. What it prints goes to the worker's stderr; raising makes the
+  worker unusable (its runs start fresh);
 * ``before_run(job)``: in the forked child, before the run's module starts, when the run
   reports (``job`` is the request: ``module``, ``args``, ``cwd``, ``env``...);
 * ``listing(where, frame)``: a folder ``where`` was listed by code the worker does not
@@ -22,7 +30,7 @@ raise):
 
 #: Moment name -> the functions of the loaded modules for it, in load order.
 TABLE = {}
-MOMENTS = ("before_run", "listing", "excluded", "keep_whole", "report")
+MOMENTS = ("prepare", "before_run", "listing", "excluded", "keep_whole", "report")
 
 
 def register(module):

@@ -83,6 +83,9 @@ def main():
     before = set(sys.modules)
     refused = None if errors else preload(cfg.get("preload") or [], cfg["mark"])
     preloaded = frozenset(set(sys.modules) - before)
+    runner = None
+    if cfg.get("prepare") and not errors and not refused:
+        runner = prepare(cfg["prepare"], errors)
     where = roots()
     executed = load_executed(cfg)
     had = frozenset(sys.modules)  # a run reports what it imported beyond these
@@ -110,7 +113,33 @@ def main():
     gc.collect()
     gc.freeze()  # what is shared with the children stays shared
     job, memfd = serve()
-    return job, retarget, memfd, preloaded, had, where, executed
+    return job, retarget, memfd, preloaded, had, where, executed, runner
+
+
+def prepare(what, errors):
+    """Has the plugin whose module ``what[0]`` is prepare its runs (``extensions.py``):
+    the function each child calls instead of running the module, or None (no plugin
+    prepares them: the children run the module; or one failed: ``errors`` says why).
+    What the preparation prints goes to stderr, not to memotest; the requests stay on
+    fd 0 (a test runner that captures its standard input puts ``/dev/null`` there)."""
+    requests = os.dup(0)
+    out = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        for prepare_run in extensions.each("prepare"):
+            runner = prepare_run(what[0], list(what[1:]))
+            if runner is not None:
+                return runner
+    except BaseException as exc:
+        errors.append(f"preparing {what[0]}: {exc!r}")
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(out, 1)
+        os.close(out)
+        os.dup2(requests, 0)
+        os.close(requests)
+    return None
 
 
 def serve():

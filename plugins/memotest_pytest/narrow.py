@@ -47,7 +47,7 @@ from memotest_pytest.results import start as record_results
 #: The tests of a partial run (``memotest/select.py``'s ``SELECT_ENV``: this plugin runs
 #: in the target's interpreter, which may not have memotest).
 SELECT_ENV = "MEMOTEST_SELECT"
-_WANTED = pytest.StashKey[tuple[Path, ...] | None]()
+_WANTED = pytest.StashKey[tuple[tuple[str, ...], tuple[Path, ...] | None]]()
 #: ``MEMOTEST_PYTEST_NARROW=0``: collect as pytest does by itself.
 SWITCH = "MEMOTEST_PYTEST_NARROW"
 
@@ -105,12 +105,14 @@ def within(path: Path, named: tuple[Path, ...]) -> bool:
 
 
 def _wanted(config: pytest.Config) -> tuple[Path, ...] | None:
-    """The named paths, or None: do not narrow."""
-    if _WANTED in config.stash:
-        return config.stash[_WANTED]
+    """The named paths, or None: do not narrow. Kept per ``config.args``: a session
+    forked from a prepared warm worker has its own (``worker_side.run_prepared``)."""
+    args = tuple(config.args)
+    if _WANTED in config.stash and config.stash[_WANTED][0] == args:
+        return config.stash[_WANTED][1]
     off = os.environ.get(SWITCH, "").strip().lower() in ("0", "off", "no", "false")
     wanted = None if off else named_paths(config)
-    config.stash[_WANTED] = wanted
+    config.stash[_WANTED] = (args, wanted)
     return wanted
 
 
@@ -125,9 +127,13 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return True
 
 
-def pytest_configure(config: pytest.Config) -> None:
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
     """Each test's result (``memotest_pytest.results``); in a run that notes the code it
-    executes, which code each test ran too (``memotest_pytest.attribute``)."""
+    executes, which code each test ran too (``memotest_pytest.attribute``). At the
+    session's start, not at ``pytest_configure``: a run forked from a warm worker that
+    configured pytest (``worker_side.prepare``) starts here, with its own environment."""
+    config = session.config
     record_results(config)
     from memotest_pytest import attribute
 

@@ -43,7 +43,7 @@ from memotest.plugins import Config, LoadRequest
 from memotest.select import BENIGN_OPENERS
 from memotest.tracer.warm.pool import WorkerPool
 from memotest_pytest import collect as driver
-from memotest_pytest import split
+from memotest_pytest import split, worker_side
 from memotest_pytest.collect import MARK, NARROW, ONLY
 from memotest_pytest.collect_errors import collection_error, same_file
 
@@ -198,6 +198,7 @@ def load(
         pin = pinned_config(data.get("inipath"), rootdir, data.get("settings", True))
     top = Path(data["inipath"]).parent if data.get("inipath") else rootdir
     modules = warm_modules() if warm else ()
+    configured = bool(modules) and bool(data.get("narrow")) and configured_workers()
     targets: dict[str, Target] = {}
     seen: dict[Path, bool] = {}
     for file in sorted(data["files"]):
@@ -207,7 +208,15 @@ def load(
         # folder up: a configuration file in between (tests/sub/pytest.ini) may be the one
         # it takes, so such a target is left to pytest's own search.
         own = () if _config_between(Path(file).parent, top, seen) else pin
-        command = (python, *run_args, *own, *file_args(rel, file, bool(data.get("narrow"))))
+        args = file_args(rel, file, bool(data.get("narrow")))
+        command = (python, *run_args, *own, *args)
+        # Forked from a worker that configured pytest for the files of this folder
+        # (``worker_side.prepare``): only with the configuration pinned (the same for
+        # every file) and a file given as itself (its folder's conftests).
+        prepare: tuple[str, ...] = ()
+        if configured and own and args == (rel,):
+            placeholder = os.path.join(os.path.dirname(rel), worker_side.PLACEHOLDER)
+            prepare = (RUN_ARGS[1], *run_args[2:], *own, placeholder)
         n = (splits or {}).get(os.path.normpath(file))
         for part, part_command in (split.parts(name, command, n) if n else {name: command}).items():
             targets[part] = Target(
@@ -216,6 +225,7 @@ def load(
                 cwd=str(rootdir),
                 source=SourceLocation(file),
                 warm=modules,
+                prepare=prepare,
             )
     project_file = Path(data["inipath"]) if data.get("inipath") else rootdir
     return Project(project_file, home, settings, targets)
@@ -251,6 +261,19 @@ def warm_modules() -> tuple[str, ...]:
     (``memotest/tracer/warm/``): pytest, and nothing pytest would rewrite (``warm.py``):
     those are imported by each run, as without a worker."""
     return ("pytest",)
+
+
+#: ``MEMOTEST_PYTEST_CONFIGURED=1`` in memotest's environment: the targets fork from a
+#: worker that configured pytest (``docs/adapters/pytest.md``). Off by default: the
+#: project's modules the initial conftests import are then imported by the worker, whose
+#: code is not noted, so they are inputs whole (any edit re-runs every file), where a run
+#: that imports them itself holds them by the code that ran.
+CONFIGURED_SWITCH = "MEMOTEST_PYTEST_CONFIGURED"
+
+
+def configured_workers() -> bool:
+    """Whether targets fork from a worker that configured pytest (``worker_side.prepare``)."""
+    return os.environ.get(CONFIGURED_SWITCH, "").strip().lower() in ("1", "on", "yes", "true")
 
 
 #: The files pytest looks into for its configuration, in its order.

@@ -33,10 +33,13 @@ HYPOTHESIS_ENGINE = "/hypothesis/internal/conjecture/engine.py"
 #: What such a run reports as its ``code`` (``memotest_pytest/warm.py`` reads it).
 RAN_HYPOTHESIS = "it ran Hypothesis"
 MARKS = set()
+MARKS_WATCHED = []
 
 
 def before_run(job):
     """Notes the names pytest's rewrite hook is told to rewrite, as it is told."""
+    if MARKS_WATCHED:
+        return  # a prepared worker's: its children inherit the watch
     rewrite = sys.modules.get("_pytest.assertion.rewrite")
     hook = getattr(rewrite, "AssertionRewritingHook", None)
     mark = getattr(hook, "mark_rewrite", None)
@@ -49,6 +52,7 @@ def before_run(job):
 
     mark_rewrite.__wrapped__ = mark
     hook.mark_rewrite = mark_rewrite
+    MARKS_WATCHED.append(True)
 
 
 def asked(collector):
@@ -132,3 +136,139 @@ def keep_whole(codes):
 def report():
     """The names pytest marked for rewriting."""
     return {"marked": sorted(MARKS)}
+
+
+#: The run a worker prepared (``prepare``): pytest's config, the arguments common to its
+#: runs, and the positional arguments that came before the placeholder (``addopts``').
+PREPARED = {}
+#: The last argument of a preparation: a path that stands for any file of its folder.
+PLACEHOLDER = "__memotest_prepared__"
+
+
+def prepare(module, args):
+    """pytest configured as ``python -m pytest ARGS FILE`` would be, for any test FILE of
+    one folder, up to its session: the plugins loaded under pytest's own assertion
+    rewriting, the initial conftests imported, ``pytest_configure`` done (each child then
+    makes the global capture its own: ``own_capture``). ``args``
+    ends with a placeholder, ``FOLDER/__memotest_prepared__``, which pytest takes for a
+    file there that exists (its conftests are those of every file of FOLDER) without
+    looking at any. Returns the function each child runs (``run_prepared``); None when
+    this pytest cannot be prepared so (the children then run ``python -m pytest``)."""
+    if module != "pytest" or not args or os.path.basename(args[-1]) != PLACEHOLDER:
+        return None
+    # The worker imported pytest (its warm module): this module imports nothing itself.
+    pytest = sys.modules.get("pytest")
+    pytest_config = sys.modules.get("_pytest.config")
+    if pytest is None or pytest_config is None:
+        return None
+
+    real_exists = getattr(pytest_config, "safe_exists", None)
+    config_class = getattr(pytest_config, "Config", None)
+    if real_exists is None or not hasattr(config_class, "_do_configure"):
+        return None
+    before_run(None)  # what pytest marks for rewriting while it configures
+    placeholder = os.path.abspath(args[-1])
+
+    def safe_exists(path):
+        return os.path.abspath(str(path)) == placeholder or real_exists(path)
+
+    os.environ["PYTEST_VERSION"] = pytest.__version__
+    sys.argv = [main_path(), *args]
+    pytest_config.safe_exists = safe_exists
+    try:
+        config = pytest_config._prepareconfig(list(args))
+    finally:
+        pytest_config.safe_exists = real_exists
+    given = list(getattr(config.option, "file_or_dir", None) or ())
+    if not given or os.path.abspath(str(given[-1])) != placeholder:
+        raise RuntimeError("pytest did not take the placeholder as the last path")
+    config._do_configure()
+    PREPARED.update(config=config, common=list(args[:-1]), before=given[:-1])
+    return run_prepared
+
+
+def own_capture(capman):
+    """Makes pytest's global capture, started in the worker (around the initial
+    conftests, as in any pytest process) and suspended, this child's: the same objects
+    (what the conftests imported meanwhile may hold ``sys.stdout``, which was the
+    capture's file then), but its file descriptors restore this child's standard streams
+    and capture into a file of this child's own, which starts with what the worker's
+    captured."""
+    import tempfile
+
+    capturing = getattr(capman, "_global_capturing", None)
+    for capture in (getattr(capturing, name, None) for name in ("in_", "out", "err")):
+        target = getattr(capture, "targetfd", None)
+        saved = getattr(capture, "targetfd_save", None)
+        if not isinstance(target, int) or not isinstance(saved, int):
+            continue  # not a file descriptor's capture (--capture=sys: in memory)
+        os.dup2(target, saved)
+        tmpfile = getattr(capture, "tmpfile", None)
+        if target == 0 or tmpfile is None:
+            continue
+        old = tmpfile.fileno()
+        size = os.fstat(old).st_size
+        held = os.pread(old, size, 0) if size else b""
+        with tempfile.TemporaryFile(buffering=0) as fresh:
+            fresh.write(held)
+            os.dup2(fresh.fileno(), old)
+
+
+def main_path():
+    """The file ``python -m pytest`` runs (its ``sys.argv[0]``)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pytest.__main__")
+    return getattr(spec, "origin", None) or "pytest"
+
+
+def run_prepared(job):
+    """In a forked child: pytest's session for the run's own file(s), on the config the
+    worker prepared, as ``pytest.main`` would go on after its configuration. Returns the
+    exit status."""
+    pytest = sys.modules["pytest"]
+    Config = sys.modules["_pytest.config"].Config
+    config = PREPARED["config"]
+    args = list(job["args"])
+    common = PREPARED["common"]
+    if args[: len(common)] != common:
+        sys.stderr.write("memotest: this warm worker was prepared for other arguments\n")
+        return 70
+    os.environ["PYTEST_VERSION"] = pytest.__version__
+    sys.argv[0] = main_path()
+    own_capture(config.pluginmanager.getplugin("capturemanager"))
+    faults = config.pluginmanager.getplugin("faulthandler")
+    if faults is not None:
+        try:
+            faults.pytest_unconfigure(config)
+            faults.pytest_configure(config)
+        except Exception:
+            pass
+    try:
+        try:
+            option = config.option
+            rest = args[len(common) :]
+            parse = getattr(config._parser, "parse_setoption", None)
+            if parse is not None:  # pytest < 9
+                files = parse(rest, option, namespace=option)
+            else:
+                files = config._parser.parse(rest, namespace=option).file_or_dir
+            option.file_or_dir = [*PREPARED["before"], *files]
+            config.known_args_namespace.file_or_dir = list(option.file_or_dir)
+            config.args = [str(a) for a in option.file_or_dir]
+            config.args_source = Config.ArgsSource.ARGS
+            config.invocation_params = Config.InvocationParams(
+                args=args, plugins=None, dir=config.invocation_params.dir
+            )
+            config._do_configure = lambda: None  # done in the worker
+            ret = config.hook.pytest_cmdline_main(config=config)
+            if ret in iter(pytest.ExitCode):
+                ret = pytest.ExitCode(ret)
+        finally:
+            config._ensure_unconfigure()
+    except pytest.UsageError as exc:
+        for message in exc.args:
+            sys.stderr.write(f"ERROR: {message}\n")
+        ret = pytest.ExitCode.USAGE_ERROR
+    sys.stdout.flush()
+    return int(ret)

@@ -29,6 +29,7 @@ MODULES = (
     "listings",
     "sections",
     "preload",
+    "monitored",
     "code_watch",
     "child",
     "serve",

@@ -33,11 +33,24 @@ class WarmSpec:
     modules: tuple[str, ...]
     cwd: str
     env: frozenset[tuple[str, str]]
+    #: ``MODULE ARG ...`` a plugin's worker-side module prepares once in the worker,
+    #: before it forks (``Target.prepare``); empty: nothing.
+    prepare: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, argv: list[str], warm: tuple[str, ...], cwd: str, env: dict[str, str]):
-        """The spec of a run, or None when ``argv`` is not ``PYTHON -m MODULE ...``."""
+    def of(
+        cls,
+        argv: list[str],
+        warm: tuple[str, ...],
+        cwd: str,
+        env: dict[str, str],
+        prepare: tuple[str, ...] = (),
+    ):
+        """The spec of a run, or None when ``argv`` is not ``PYTHON -m MODULE ...`` (or
+        not of the module ``prepare`` names)."""
         if len(argv) < 3 or argv[1] != "-m" or not os.path.isabs(argv[0]):
             return None
+        if prepare and prepare[0] != argv[2]:
+            return None
         kept = frozenset((k, v) for k, v in env.items() if k not in PER_RUN_ENV)
-        return cls(argv[0], tuple(warm), cwd, kept)
+        return cls(argv[0], tuple(warm), cwd, kept, tuple(prepare))

@@ -58,6 +58,15 @@ def _sig(path: str, listed: bool = True) -> StatSig | str | None:
     return StatSig.of(st)
 
 
+def own_folder_left_out(events: list[Event], folder: str) -> list[Event]:
+    """The worker's events but those of its own folder (its private ``TMPDIR``, where
+    ``tempfile`` writes a probe the first time it is asked for a folder, as a plugin
+    preparing its runs may ask): memotest's, no project's, and not the run's own (every
+    run forked from the worker would otherwise have written it)."""
+    inside = os.path.join(folder, "")
+    return [ev for ev in events if not (ev.fields and ev.fields[0].startswith(inside))]
+
+
 class Channel:
     """JSON lines from a pipe, with a timeout."""
 
@@ -117,10 +126,15 @@ class Worker:
         self._err = open(self.err_path, "wb")  # noqa: SIM115 - closed by close()
         cfg = {
             "modules": spec.modules,
+            "prepare": list(spec.prepare),
             "preload": preload,
             "mark": PRELOAD_MARK,
             "shim": shim.shim_path(),
             "executed": extension_path() if code_level else None,
+            "code": code_level,
+            # How runs note the code they execute on Python 3.12+: sys.monitoring, or the
+            # extension's frame-evaluation hook (``frame-hook``, to compare them).
+            "noting": os.environ.get("MEMOTEST_CODE_NOTING", "monitoring"),
             "tag": codes.cache_tag(),
             "readers": worker_table(),
         }
@@ -178,6 +192,7 @@ class Worker:
             return False
         events, damage = read_log(self.run.log_path)
         events, self.refused = project_reads(events, self.spec.cwd, msg.get("roots") or [])
+        events = own_folder_left_out(events, self.dir)
         self.preloaded = frozenset(msg.get("preloaded") or ())
         if self.refused:
             self.why = "preloading {}: {}".format(*self.refused[0])

@@ -1,0 +1,157 @@
+"""pytest targets forked from a worker that configured pytest (``memotest_pytest.worker_side``
+``prepare``): each file's run as a fresh ``python -m pytest FILE`` would go, and a change
+to what the worker configured with (a conftest, a plugin) re-runs every file. Real
+workers, real forks, under the real shim."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from conftest import build_statuses, memotest, plugin_site, write_tree
+
+build = build_statuses
+
+CONFTEST = """
+import os
+import sys
+
+import pytest
+
+import helper  # imported while pytest captures: it keeps pytest's capture file as stdout
+
+CONFIGURED = []
+
+
+def pytest_addoption(parser):
+    parser.addoption("--flavour", default="vanilla")
+
+
+def pytest_configure(config):
+    CONFIGURED.append(os.getpid())
+
+
+@pytest.fixture
+def flavour(pytestconfig):
+    return pytestconfig.getoption("flavour")
+"""
+
+TEST_A = """
+import os
+import sys
+
+import pytest
+
+import conftest
+import helper
+
+
+def test_configured_in_another_process():
+    assert conftest.CONFIGURED and conftest.CONFIGURED[0] != os.getpid()
+
+
+def test_option_of_the_conftest(flavour):
+    assert flavour == "vanilla"
+
+
+def test_stdout_kept_by_a_module_the_conftest_imported():
+    assert helper.OUT is sys.stdout  # the capture's file then and now, as in a fresh run
+
+
+def test_stdin_is_captured():
+    with pytest.raises(OSError):
+        sys.stdin.read()
+
+
+def test_rewritten():
+    values = [1, 2]
+    assert values == [1, 3]
+"""
+
+
+def project(tmp_path: Path) -> Path:
+    return write_tree(
+        tmp_path / "proj",
+        {
+            "pytest.ini": "[pytest]\n",
+            "helper.py": "import sys\nOUT = sys.stdout\n",
+            "conftest.py": CONFTEST,
+            "tests/test_a.py": TEST_A,
+            "tests/sub/conftest.py": "import pytest\n\n@pytest.fixture\ndef sub():\n    return 3\n",
+            "tests/sub/test_b.py": """
+                def test_sub(sub, flavour):
+                    assert (sub, flavour) == (3, "vanilla")
+            """,
+        },
+    )
+
+
+def log(proj: Path, target: str, env: dict | None = None) -> str:
+    return memotest("show", "--log", target, cwd=proj, env=env).stdout.decode()
+
+
+#: The switch, off by default (``docs/adapters/pytest.md``).
+ON = {"MEMOTEST_PYTEST_CONFIGURED": "1"}
+
+
+def test_each_file_runs_as_a_fresh_pytest_would_after_the_worker_configured_it(tmp_path):
+    proj = project(tmp_path)
+    code, out, st = build(proj, "-j", "2", "--pytest", env=dict(os.environ, **ON))
+    assert code == 1, out
+    assert st == {"pytest:tests/test_a.py": "failed", "pytest:tests/sub/test_b.py": "passed"}, out
+    text = log(proj, "pytest:tests/test_a.py")
+    assert "1 failed, 4 passed" in text, text  # only test_rewritten fails
+    assert "At index 1 diff: 2 != 3" in text  # the test file's asserts were rewritten
+    # Without the configured worker (the default) each run configures pytest itself: the
+    # check of the pid fails (the first build's would pass if the runs configured pytest).
+    env = dict(os.environ, MEMOTEST_PYTEST_CONFIGURED="0")
+    build(proj, "--force", "--pytest", "tests/test_a.py", env=env)
+    text = log(proj, "pytest:tests/test_a.py", env)
+    assert "2 failed, 3 passed" in text, text
+    assert "test_configured_in_another_process" in text
+
+
+def test_a_conftest_or_plugin_change_reruns_every_file_configured_with_it(tmp_path):
+    site = plugin_site(tmp_path / "site")
+    (site / "myplug.py").write_text(
+        "import pytest\n\n@pytest.fixture\ndef plugged():\n    return 2\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(site), **ON)
+    proj = write_tree(
+        tmp_path / "proj",
+        {
+            "pytest.ini": "[pytest]\n",
+            "conftest.py": "import pytest\n\n@pytest.fixture\ndef base():\n    return 1\n",
+            "tests/test_a.py": "def test_a(base, plugged):\n    assert (base, plugged) == (1, 2)\n",
+            "tests/test_b.py": "def test_b(base):\n    assert base == 1\n",
+            "tests/sub/test_c.py": "def test_c(plugged):\n    assert plugged == 2\n",
+        },
+    )
+    names = ("pytest:tests/test_a.py", "pytest:tests/test_b.py", "pytest:tests/sub/test_c.py")
+    code, out, st = build(proj, "-j", "2", "--pytest", env=env)
+    assert st == dict.fromkeys(names, "passed"), out
+    code, out, st = build(proj, "-j", "2", "--pytest", env=env)
+    assert st == dict.fromkeys(names, "cached"), out
+    # The root conftest: every file was configured with it, even one that does not use it.
+    (proj / "conftest.py").write_text(
+        "import pytest\n\n@pytest.fixture\ndef base():\n    return 0\n"
+    )
+    code, out, st = build(proj, "-j", "2", "--pytest", env=env)
+    assert code == 1, out
+    assert st == {
+        "pytest:tests/test_a.py": "failed",
+        "pytest:tests/test_b.py": "failed",
+        "pytest:tests/sub/test_c.py": "passed",  # ran again: it does not use base
+    }, out
+    assert "cached" not in out
+    # The plugin, loaded through its entry point by the worker.
+    (site / "myplug.py").write_text(
+        "import pytest\n\n@pytest.fixture\ndef plugged():\n    return 5\n"
+    )
+    _, out, st = build(proj, "-j", "2", "--pytest", env=env)
+    assert st == {
+        "pytest:tests/test_a.py": "failed",
+        "pytest:tests/test_b.py": "failed",
+        "pytest:tests/sub/test_c.py": "failed",
+    }, out
+    assert "assert 5 == 2" in log(proj, "pytest:tests/sub/test_c.py", env)
