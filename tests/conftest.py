@@ -17,6 +17,13 @@ PROGRAMS = HERE / "shim_programs"
 REPO = HERE.parent
 
 
+#: Code noting (a Python file held by the code of it that ran) needs Python 3.11+: on 3.10
+#: nothing notes the code and every file is held whole (docs/limits.md).
+needs_code_noting = pytest.mark.skipif(
+    sys.version_info < (3, 11), reason="Python 3.10 notes no code: files are held whole"
+)
+
+
 def memotest(
     *args: str,
     cwd: str | os.PathLike | None = None,

@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import build_statuses, memotest, write_tree
+from conftest import build_statuses, memotest, needs_code_noting, write_tree
 
 from memotest.inputs import code as code_kind
 from memotest.model import Kind
@@ -76,6 +76,7 @@ def built(proj: Path, *args: str) -> dict[str, str]:
     return st
 
 
+@needs_code_noting
 def test_an_edit_to_code_no_run_executed_leaves_every_run_cached(tmp_path):
     proj = project(tmp_path, USES)
     assert built(proj) == {A: "passed", B: "passed"}
@@ -88,6 +89,17 @@ def test_an_edit_to_code_no_run_executed_leaves_every_run_cached(tmp_path):
     assert "pkg/a.py: used changed" in explain, explain
     assert f"{B}: up to date" in explain, explain
     assert built(proj) == {A: "failed", B: "cached"}
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 11), reason="Python 3.10, which notes no code")
+def test_without_code_noting_every_importer_runs_again(tmp_path):
+    """Python 3.10: nothing notes the code, so a file is held whole and an edit to a
+    function no run executed still runs every file that imported it."""
+    proj = project(tmp_path, USES)
+    assert built(proj) == {A: "passed", B: "passed"}
+    assert kinds(proj) == {"file"}
+    edit(proj, "return x + y", "return x * y")  # unused's body
+    assert built(proj) == {A: "passed", B: "passed"}
 
 
 def test_what_is_seen_without_running_counts(tmp_path):
@@ -106,6 +118,7 @@ def test_what_is_seen_without_running_counts(tmp_path):
         assert built(proj) == {A: "passed", B: "passed"}, (old, new)
 
 
+@needs_code_noting
 def test_lines_moved_above_an_executed_function_run_it_again(tmp_path):
     proj = project(tmp_path, USES)
     built(proj)
@@ -129,6 +142,7 @@ def test_the_signature_of_a_function_not_called(tmp_path):
     assert built(proj)[A] == "failed"
 
 
+@needs_code_noting
 def test_bytecode_read_without_running_it_counts_as_run(tmp_path):
     """dis, numba and inspect.signature read a function's ``__code__`` without calling it."""
     test_a = """
@@ -188,6 +202,7 @@ HYPOTHESIS = (
         ("the run used hypothesis", "HYPOTHESIS"),
     ],
 )
+@needs_code_noting
 def test_whole_files_when_the_code_run_cannot_be_told(tmp_path, how, test_a):
     extra = ENGINE if test_a == "HYPOTHESIS" else {}
     test_a = HYPOTHESIS if test_a == "HYPOTHESIS" else test_a
@@ -232,6 +247,7 @@ def test_record_refuses_code_the_file_does_not_have():
     assert code_kind.changed(blob, SyntaxError("x")) == "it no longer compiles (SyntaxError)"
 
 
+@needs_code_noting
 def test_the_code_noting_notes_code_run_in_every_thread():
     """What the worker notes with: ``sys.monitoring`` on 3.12+, the extension before."""
     script = """
@@ -305,6 +321,7 @@ def test_a_deep_recursion_runs_in_a_worker_as_in_a_fresh_process(tmp_path):
     assert kinds(proj) == {"code"}, out  # its code was noted
 
 
+@needs_code_noting
 def test_a_file_that_ran_hypothesis_is_not_noted_again(tmp_path):
     """Its files stay whole anyway: its next runs skip the cost of noting their code."""
     proj = project(tmp_path, HYPOTHESIS, ENGINE)
@@ -317,6 +334,7 @@ def test_a_file_that_ran_hypothesis_is_not_noted_again(tmp_path):
     assert built(proj, "-v") == {A: "passed", B: "cached"}
 
 
+@needs_code_noting
 def test_whole_files_does_not_reuse_records_by_the_code_that_ran(tmp_path):
     """``--whole-files`` withdraws the finer modes: a record made with them (which holds
     by less than the whole file) is not reused by it; one made without them is by the
