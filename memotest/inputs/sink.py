@@ -20,14 +20,11 @@ is full), as timing is.
 
 from __future__ import annotations
 
-import os
 import socket
-from collections.abc import Iterable, Sequence
 
-from memotest.fingerprint import NO_DIGEST, FileStates, Fingerprint, Refresh
-from memotest.inputs.base import InputKind
-from memotest.model import Input, Kind, Trace
-from memotest.network import held_outside, quiet_send
+from memotest.inputs.endpoint import EndpointState
+from memotest.model import Kind
+from memotest.network import quiet_send
 
 
 def sink_there(endpoint: str) -> bool:
@@ -43,39 +40,16 @@ def sink_there(endpoint: str) -> bool:
     return True
 
 
-class Sink(InputKind):
+class Sink(EndpointState):
     kind = Kind.SINK
+    went = "the datagram socket there went while the target ran"
+    now = "no datagram socket is there now"
 
-    def observed(self, trace: Trace) -> Iterable[str]:
-        return held_outside(trace.connects, trace.listens, quiet_send)
+    def pick(self, record: str) -> str | None:
+        return quiet_send(record)
 
-    def after_run(
-        self, path: str, states: FileStates, trace: Trace
-    ) -> tuple[Fingerprint, list[str]]:
-        fp = Fingerprint(path, Kind.SINK, NO_DIGEST)
-        if sink_there(path):
-            return fp, []
-        return fp, [f"{path}: the datagram socket there went while the target ran"]
-
-    def verify(
-        self,
-        states: FileStates,
-        path: str,
-        digest: str,
-        sig: Sequence[int] | None,
-        verified_ns: int,
-        link: str | None,
-    ) -> bool | Refresh:
-        return sink_there(path)
-
-    def describe(
-        self,
-        recorded: Input,
-        states: FileStates,
-        st: os.stat_result | None,
-        names: Sequence[str] | None,
-    ) -> str | None:
-        return "no datagram socket is there now"
+    def holds(self, endpoint: str) -> bool:
+        return sink_there(endpoint)
 
 
 KIND = Sink()

@@ -20,15 +20,13 @@ from __future__ import annotations
 
 import errno
 import ipaddress
-import os
 import socket
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
-from memotest.fingerprint import NO_DIGEST, FileStates, Fingerprint, Refresh
-from memotest.inputs.base import InputKind
-from memotest.model import Input, Kind, Trace
-from memotest.network import held_outside, unserved_endpoint
+from memotest.inputs.endpoint import EndpointState
+from memotest.model import Kind
+from memotest.network import unserved_endpoint
 from memotest.services import parse_endpoint
 
 _TYPES = {
@@ -102,39 +100,19 @@ def nobody_serves(endpoint: str) -> bool:
     return False
 
 
-class Unserved(InputKind):
+class Unserved(EndpointState):
     kind = Kind.UNSERVED
+    went = "a server appeared there while the target ran"
+    now = "a server is there now"
 
-    def observed(self, trace: Trace) -> Iterable[str]:
-        return held_outside(trace.connects, trace.listens, unserved_endpoint)
+    def pick(self, record: str) -> str | None:
+        return unserved_endpoint(record)
 
-    def after_run(
-        self, path: str, states: FileStates, trace: Trace
-    ) -> tuple[Fingerprint, list[str]]:
-        fp = Fingerprint(path, Kind.UNSERVED, NO_DIGEST)
-        if nobody_serves(path):
-            return fp, []
-        return fp, [f"{_words(path)}: a server appeared there while the target ran"]
+    def holds(self, endpoint: str) -> bool:
+        return nobody_serves(endpoint)
 
-    def verify(
-        self,
-        states: FileStates,
-        path: str,
-        digest: str,
-        sig: Sequence[int] | None,
-        verified_ns: int,
-        link: str | None,
-    ) -> bool | Refresh:
-        return nobody_serves(path)
-
-    def describe(
-        self,
-        recorded: Input,
-        states: FileStates,
-        st: os.stat_result | None,
-        names: Sequence[str] | None,
-    ) -> str | None:
-        return "a server is there now"
+    def words(self, endpoint: str) -> str:
+        return _words(endpoint)
 
 
 def _words(endpoint: str) -> str:
