@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -142,7 +143,10 @@ def build(root: Path, *options: str) -> dict[str, str]:
         check=False,
     )
     data = json.loads(report.read_text())
-    return {t["name"].split(":", 1)[1]: t["status"] for t in data["targets"]}
+    # Targets are named from the repository (pytest:tests/test_x.py); the files from tests/.
+    return {
+        os.path.relpath(t["name"].split(":", 1)[1], "tests"): t["status"] for t in data["targets"]
+    }
 
 
 def retest_all(root: Path, tests: list[str]) -> set[str]:
