@@ -46,6 +46,7 @@ from typing import Any
 from memotest.fingerprint import FileStates
 from memotest.holds import Checker
 from memotest.inputs.check import describe_change
+from memotest.inputs.registry import kind_of
 from memotest.keys import TargetKey
 from memotest.model import Target
 from memotest.shaping import withdrawn
@@ -237,7 +238,7 @@ def _changed(checker: Checker, rec: Record, last: Record, others: int) -> Stale:
     if detail is None:
         detail = describe_change(first.fingerprint(), checker.states) or "changed"
         checker.described[first.id] = detail
-    reason = f"{first.path}: {detail}"
+    reason = _worded(first.path, first.kind, detail)
     if len(changed) > 1:
         reason += f" (and {len(changed) - 1} more changed input{'s' * (len(changed) > 2)})"
     if others:
@@ -253,12 +254,16 @@ def _changed(checker: Checker, rec: Record, last: Record, others: int) -> Stale:
     )
 
 
+def _worded(path: str, kind: str, detail: str) -> str:
+    return f"{path}: {detail}" if kind_of(kind).worded_by_path else detail
+
+
 def describe_all(stale: Stale, states: FileStates) -> list[str]:
     """``path: what happened`` for every changed input of ``stale`` (``explain -v``)."""
     out = []
     for row in stale.changed:
         detail = describe_change(row.fingerprint(), states) or "changed"
-        out.append(f"{row.path}: {detail}")
+        out.append(_worded(row.path, row.kind, detail))
     return out
 
 

@@ -43,6 +43,10 @@ class InputKind:
     #: Whether the no-op check verifies this kind's fingerprints after every other one:
     #: its check may rely on the paths the other kinds' checks stat'ed (``plan.py``).
     late: ClassVar[bool] = False
+    #: Whether a change is worded ``PATH: what changed`` (``plan.py``, ``explain``); False
+    #: where the path is not what changed (the order's path is only its oldest file: its
+    #: words name the two files whose relation flipped).
+    worded_by_path: ClassVar[bool] = True
 
     def begin_check(self, states: FileStates) -> None:
         """A check of recorded fingerprints against ``states`` begins (``plan``): drop

@@ -203,6 +203,7 @@ def _order(states: FileStates, digest: str) -> _Recorded | None:
 
 class Order(InputKind):
     kind = Kind.ORDER
+    worded_by_path = False
     blob = True  # the digest names the CAS blob of the files in mtime order
     late = True  # the fast path needs the files stat'ed by their own checks
 
