@@ -287,6 +287,30 @@ def listing_report(top, roots):
     return out
 
 
+def report_at_exit(folder, roots):
+    """A plain process's report (a pytest under tox or nox, a BUILD file's py_test): at
+    its exit, ``folder/PID.json`` holds :func:`listing_report` of its folder, written
+    whole (``tracer/listing_reports.py`` reads it). A forked child writes none."""
+    import atexit
+    import json
+
+    pid, top = os.getpid(), absolute(os.getcwd())
+
+    def report():
+        if os.getpid() != pid:
+            return  # a forked child: not this process
+        try:
+            data = json.dumps({"pid": pid, "listings": listing_report(top, roots)})
+            path = os.path.join(folder, str(pid) + ".json")
+            with open(path + ".part", "w") as f:
+                f.write(data)
+            os.rename(path + ".part", path)
+        except Exception:
+            pass
+
+    atexit.register(report)
+
+
 def finder_views(top, roots):
     """The folders of the project (``top``) that only the import system listed, each
     with ``[the names it looked for, the entries among them it saw]``. They tell whether

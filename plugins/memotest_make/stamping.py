@@ -17,7 +17,7 @@ from memotest.memo import MemoResult
 from memotest.model import Kind, Target
 from memotest.observe import file_states
 from memotest.roots import of as roots_of
-from memotest.store import Store, StoreError
+from memotest.store import Record, Store, StoreError
 from memotest_make import stamp
 
 
@@ -38,16 +38,7 @@ def stamp_replay(
     if rec is None or rec.variant_id is None or rec.outputs or rec.tests_digest:
         return
     try:
-        header = verified_header(root, target, settings, rec.variant_id, time.time_ns())
-        if header is None:
-            return
-        header.update(
-            context=context,
-            default_patterns=list(default_patterns),
-            exit_code=result.exit_code,
-            duration=result.duration,
-        )
-        stamp.write(path, header, result.log)
+        _write(path, root, target, settings, rec, context, default_patterns, result.log)
     except Exception as exc:  # a stamp is an optimisation: never a failure of the line
         faults.log(root, f"stamping {target.name}", exc)
 
@@ -76,18 +67,33 @@ def stamp_run(
             if rec.status != "passed" or not rec.cacheable:
                 return
             log = store.read_blob(rec.log_digest) if rec.log_digest else b""
-        header = verified_header(root, target, settings, rec.variant_id, time.time_ns())
-        if header is None:
-            return
-        header.update(
-            context=context,
-            default_patterns=list(default_patterns),
-            exit_code=rec.exit_code,
-            duration=rec.duration,
-        )
-        stamp.write(path, header, log)
+        _write(path, root, target, settings, rec, context, default_patterns, log)
     except Exception as exc:  # a stamp is an optimisation: never a failure of the line
         faults.log(root, f"stamping {target.name}", exc)
+
+
+def _write(
+    path: str,
+    root: Path,
+    target: Target,
+    settings: Settings,
+    rec: Record,
+    context: str,
+    default_patterns: Sequence[str],
+    log: bytes,
+) -> None:
+    """The stamp of ``rec`` at ``path``, unless its inputs no longer verify."""
+    assert rec.variant_id is not None
+    header = verified_header(root, target, settings, rec.variant_id, time.time_ns())
+    if header is None:
+        return
+    header.update(
+        context=context,
+        default_patterns=list(default_patterns),
+        exit_code=rec.exit_code,
+        duration=rec.duration,
+    )
+    stamp.write(path, header, log)
 
 
 def verified_header(

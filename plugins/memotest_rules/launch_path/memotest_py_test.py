@@ -25,7 +25,6 @@ def watch_listings() -> None:
     folder = os.environ.pop(REPORTS, None)  # the processes this one starts do not report
     if not folder:
         return
-    import atexit
     import json
 
     try:
@@ -44,22 +43,7 @@ def watch_listings() -> None:
             return  # this import system cannot be watched: no report, all stays whole
     except Exception:
         return
-    pid, top = os.getpid(), listings.absolute(os.getcwd())
-    roots = package.interpreter.roots()
-
-    def report() -> None:
-        if os.getpid() != pid:
-            return  # a forked child: not this process
-        try:
-            data = json.dumps({"pid": pid, "listings": listings.listing_report(top, roots)})
-            path = os.path.join(folder, str(pid) + ".json")
-            with open(path + ".part", "w") as f:
-                f.write(data)
-            os.rename(path + ".part", path)
-        except Exception:
-            pass
-
-    atexit.register(report)
+    listings.report_at_exit(folder, package.interpreter.roots())
 
 
 def main() -> None:
