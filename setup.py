@@ -5,14 +5,42 @@ loader into traced processes through ``LD_PRELOAD``. setuptools' extension machi
 used only because it knows how to find the compiler and place the result in the package.
 """
 
-from pathlib import Path
+# setuptools first: it provides distutils (its own copy) to the imports after it.
+from pathlib import Path  # noqa: I001
 
 from setuptools import Extension, setup
+
+from distutils.ccompiler import new_compiler
+from distutils.command.build_scripts import build_scripts
+from distutils.sysconfig import customize_compiler
 
 HERE = Path(__file__).parent
 SOURCES = sorted(str(p.relative_to(HERE)) for p in (HERE / "memotest" / "_shim").glob("*.c"))
 
+FRONT = "plugins/memotest_make/front/front.c"
+
+
+class BuildFront(build_scripts):
+    """Compiles ``memotest-sh``, make's SHELL (plugins/memotest_make/front/front.c), into
+    the scripts: a program of its own, so that a replayed recipe line starts no Python."""
+
+    def copy_scripts(self):  # type: ignore[no-untyped-def]
+        self.mkpath(self.build_dir)
+        compiler = new_compiler()
+        customize_compiler(compiler)
+        build_temp = self.get_finalized_command("build").build_temp
+        objects = compiler.compile(
+            [FRONT], output_dir=build_temp, extra_postargs=["-O2", "-Wall", "-Wextra"]
+        )
+        out = str(Path(self.build_dir) / "memotest-sh")
+        compiler.link_executable(objects, "memotest-sh", output_dir=self.build_dir)
+        Path(out).chmod(0o755)
+        return [out], [out]
+
+
 setup(
+    scripts=[FRONT],
+    cmdclass={"build_scripts": BuildFront},
     ext_modules=[
         Extension(
             "memotest._shim.memotest_shim",

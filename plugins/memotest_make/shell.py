@@ -189,47 +189,15 @@ def _extra_patterns(inv: Invocation, environ: Mapping[str, str]) -> list[str]:
     return list(inv.pass_env) + environ.get("MEMOTEST_PASS_ENV", "").split()
 
 
-def fast_replay(inv: Invocation, environ: Mapping[str, str]) -> int | None:
-    """The line's exit code when its stamp still holds and was replayed
-    (:mod:`memotest_make.stamp`), else None: the full check decides."""
-    from memotest_make import stamp
-
-    assert inv.target is not None
-    root = os.path.abspath(inv.root or os.getcwd())
-    name = line_name(inv.target, inv.recipe)
-    found = stamp.Stamp.read(stamp.stamp_path(root, name))
-    if found is None:
-        return None
-    patterns = list(dict.fromkeys([*found.patterns(), *_extra_patterns(inv, environ)]))
-    digest = _context(inv, environ, root, patterns)
-    if not found.holds(digest) or _Outputs(Path(root), name).gone():
-        return None
-    return stamp.replay(found, inv.target, inv.quiet)
-
-
-def _context(inv: Invocation, environ: Mapping[str, str], root: str, patterns: list[str]) -> str:
-    from memotest_make import stamp
-
-    return stamp.context(
-        root=root,
-        argv=inv.argv,
-        timeout=inv.timeout,
-        env=line_env(environ),
-        patterns=patterns,
-        environ=environ,
-    )
-
-
-def memoize(inv: Invocation, environ: Mapping[str, str]) -> int:
-    """Runs the line through :func:`memotest.memo.run_memoized` and reports like a shell."""
+def memoize(inv: Invocation, environ: Mapping[str, str], front: tuple[str, str] | None) -> int:
+    """Runs the line through :func:`memotest.memo.run_memoized` and reports like a shell.
+    ``front``: the front's context and the line's stamp path (:mod:`memotest_make.stamp`),
+    when the front ran this (then what replays or passes is stamped)."""
     assert inv.target is not None
     root = os.path.abspath(inv.root or os.getcwd())
     from memotest.config import DEFAULT_PASS_ENV
 
     patterns = list(dict.fromkeys((*DEFAULT_PASS_ENV, *_extra_patterns(inv, environ))))
-    # Before anything of memotest's runs in this process: the stamp's context is the one
-    # the fast path computes in a process that did nothing else.
-    context = _context(inv, environ, root, patterns)
 
     from memotest.config import Settings
     from memotest.errors import UsageError
@@ -275,16 +243,17 @@ def memoize(inv: Invocation, environ: Mapping[str, str]) -> int:
                 f"(the recorded run took {result.duration:.2f}s)",
                 file=sys.stderr,
             )
-        from memotest_make.stamping import stamp_replay
+        if front is not None:
+            from memotest_make.stamping import stamp_replay
 
-        stamp_replay(Path(root), target, settings, result, context, DEFAULT_PASS_ENV)
+            stamp_replay(Path(root), target, settings, result, _front(inv, front, patterns))
     else:
         if result.status == "passed":
             outputs.remember()
-            if not result.note:  # recorded, reusable: the next make replays it fast
+            if not result.note and front is not None:  # recorded: the next make replays it
                 from memotest_make.stamping import stamp_run
 
-                stamp_run(Path(root), target, settings, result, context, DEFAULT_PASS_ENV)
+                stamp_run(Path(root), target, settings, result, _front(inv, front, patterns))
         if result.note and (result.fault or not inv.quiet):
             print(f"[memotest] {inv.target}: {result.note}", file=sys.stderr)
     if result.status == "timeout":
@@ -294,6 +263,22 @@ def memoize(inv: Invocation, environ: Mapping[str, str]) -> int:
         print(f"{PROG}: {inv.target}: could not run the recipe", file=sys.stderr)
         return 127
     return result.exit_code
+
+
+def _front(inv: Invocation, front: tuple[str, str], patterns: list[str]):
+    from memotest_make.stamping import Front
+
+    assert inv.target is not None
+    outputs = _Outputs(Path(os.getcwd()), line_name(inv.target, inv.recipe))
+    return Front(
+        context=front[0],
+        path=front[1],
+        patterns=tuple(patterns),
+        environ=dict(os.environ),
+        label=inv.target,
+        outputs=tuple(outputs.listed()),
+        quiet=inv.quiet,
+    )
 
 
 class _Outputs:
@@ -314,15 +299,20 @@ class _Outputs:
         digest = xxhash.xxh3_64_hexdigest(os.fsencode(name))
         self.path = root / ".memotest" / OUTPUTS_DIR / f"{digest}.json"
 
-    def gone(self) -> str | None:
-        """The first file the last recorded run left behind that no longer exists."""
+    def listed(self) -> list[str]:
+        """The files the last recorded run left behind."""
         import json
 
         try:
             data = json.loads(self.path.read_text())
         except (OSError, ValueError):
-            return None
-        return next((p for p in data.get("outputs", []) if not os.path.lexists(p)), None)
+            return []
+        outputs = data.get("outputs", []) if isinstance(data, dict) else []
+        return [str(p) for p in outputs]
+
+    def gone(self) -> str | None:
+        """The first file the last recorded run left behind that no longer exists."""
+        return next((p for p in self.listed() if not os.path.lexists(p)), None)
 
     def remember(self) -> None:
         import contextlib
@@ -345,8 +335,17 @@ class _Outputs:
             os.replace(tmp, self.path)
 
 
+#: What the front (``memotest-sh``, ``front/front.c``) puts before make's arguments.
+_FRONT_CONTEXT = "--front-context="
+_FRONT_STAMP = "--front-stamp="
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
+    front = None
+    if len(args) >= 2 and args[0].startswith(_FRONT_CONTEXT) and args[1].startswith(_FRONT_STAMP):
+        front = (args[0].removeprefix(_FRONT_CONTEXT), args[1].removeprefix(_FRONT_STAMP))
+        args = args[2:]
     try:
         inv = parse_args(args)
     except Usage as exc:
@@ -360,10 +359,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         or jobserver_passed(environ)
     ):
         return exec_plain(inv)
-    replayed = fast_replay(inv, environ)
-    if replayed is not None:
-        return replayed
-    return memoize(inv, environ)
+    return memoize(inv, environ, front if inv.root is None else None)
 
 
 if __name__ == "__main__":  # pragma: no cover

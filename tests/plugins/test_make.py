@@ -310,13 +310,22 @@ def test_loader_runs_make_targets_and_caches(proj):
     root, counter = proj
     report = root.parent / "report.json"
     for expected in ("passed", "cached"):
-        proc = memotest("build", "-f", "Makefile", "--json-report", str(report), "test", cwd=root)
+        proc = memotest(
+            "build",
+            "-f",
+            "Makefile",
+            "--json-report",
+            str(report),
+            "test",
+            cwd=root,
+            env=make_env(),
+        )
         assert proc.returncode == 0, proc.stderr.decode()
         data = json.loads(report.read_text())
         assert {t["name"]: t["status"] for t in data["targets"]} == {"make:test": expected}
     assert runs(counter, "test") == 1
     # A failing target fails the build; no names means MEMOTEST_TARGETS (test and bad).
-    proc = memotest("build", cwd=root)
+    proc = memotest("build", cwd=root, env=make_env())
     assert proc.returncode == 1
     out = proc.stdout.decode()
     assert "make:test" in out and "make:bad" in out and "make:other" not in out

@@ -1,4 +1,5 @@
-"""memotest-sh's replay fast path (``memotest_make/stamp.py``): the attacks on it.
+"""memotest-sh's replay fast path (the front, ``memotest_make/front/front.c``, reading the
+stamps ``memotest_make/stamp.py`` writes): the attacks on it.
 
 A stamp replays a line without the full check, by the stat signatures of what its replayed
 run read: each test changes one thing a stamped line saw, in a way a stat fast path could
@@ -33,23 +34,29 @@ with open(sys.argv[1], "a") as f:
 """
 
 
-def test_the_fast_path_keys_everything_the_key_does():
-    """Each part of the key's process state is read by the fast path's (a superset)."""
-    ours = stamp.process_state()
+FRONT = str(Path(PY).parent / "memotest-sh")
+
+
+def test_the_fast_path_keys_everything_the_key_does(tmp_path):
+    """Each part of the key's process state is in the front's context (a superset)."""
+    ours = subprocess.run(
+        [FRONT, "--front-context"], cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout
     for name in process_state():
         covering = [v for k, v in stamp.COVERS.items() if fnmatch.fnmatchcase(name, k)]
         assert covering, f"the key's {name} is not in memotest_make.stamp.COVERS"
-        assert covering[0] in ours, f"{name}: {covering[0]} is missing from the fast path's state"
+        assert covering[0] in ours, f"{name}: {covering[0]!r} is missing from the front's context"
     assert stamp.RACY_WINDOW_NS == RACY_WINDOW_NS
 
 
 def test_a_changed_file_is_not_stamped_racily(tmp_path):
     f = tmp_path / "new"
     f.write_text("x")
-    assert stamp.signatures([str(f)], time.time_ns()) is None
+    assert stamp.path_entries([str(f)], time.time_ns()) is None
     old = time.time_ns() - 3 * RACY_WINDOW_NS
     os.utime(f, ns=(old, old))  # ctime is still now: still too recent
-    assert stamp.signatures([str(f)], time.time_ns()) is None
+    assert stamp.path_entries([str(f)], time.time_ns()) is None
+    assert stamp.path_entries([str(f)], time.time_ns() + 3 * RACY_WINDOW_NS) is not None
 
 
 @pytest.fixture
@@ -118,6 +125,11 @@ def test_the_environment_and_process_state_are_keyed(stamped):
     proc = make(root, "same", LANG="xx_YY.UTF-8")  # a passed variable
     assert proc.returncode == 0, proc.stderr
     assert runs(counter, "same") == 2
+    proc = make(root, "same", LC_NEWLY_SET="x")  # a new variable a pass_env glob matches
+    assert proc.returncode == 0, proc.stderr
+    assert runs(counter, "same") == 3
+    proc = make(root, "same", MEMOTEST_TARGETS="other")  # memotest's own: now not memoized
+    assert runs(counter, "same") == 4
     umask = subprocess.run(
         ["sh", "-c", "umask 077; exec make --no-print-directory file"],
         cwd=root,
@@ -131,9 +143,9 @@ def test_the_environment_and_process_state_are_keyed(stamped):
 
 
 def test_a_file_rewritten_with_the_same_bytes_replays_but_not_a_flipped_order(tmp_path):
-    """A stamped file whose signature moved is checked by content (a rebuilt binary, the
-    same bytes, replays); then the record's mtime orders are checked: ``touch`` that flips
-    which file is newer runs the line (the attack on the content fallback)."""
+    """A stamped file whose signature moved goes to the full check (a rebuilt binary, the
+    same bytes, replays there); the record's mtime orders are checked: ``touch`` that flips
+    which file is newer runs the line."""
     counter = tmp_path / "counter"
     root = tmp_path / "proj"
     write(
@@ -160,10 +172,8 @@ def test_a_file_rewritten_with_the_same_bytes_replays_but_not_a_flipped_order(tm
     (root / "data.txt").write_text("d")  # the same bytes, a new signature
     again = make(root, "cmp")
     assert "up to date, replayed" in again.stderr and runs(counter, "cmp") == 1, again.stderr
-    (root / ".memotest" / "db.sqlite").rename(root / "db.away")  # the stamp alone decides
-    again = make(root, "cmp")
-    assert "up to date, replayed" in again.stderr and runs(counter, "cmp") == 1, again.stderr
-    (root / "db.away").rename(root / ".memotest" / "db.sqlite")
+    time.sleep(AGE_S)
+    assert "up to date, replayed" in make(root, "cmp").stderr  # stamped again
     os.utime(root / "src.txt")  # now src.txt is the newer: the same bytes everywhere
     flipped = make(root, "cmp")
     assert flipped.returncode == 0, flipped.stderr
