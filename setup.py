@@ -17,11 +17,13 @@ from distutils.sysconfig import customize_compiler
 HERE = Path(__file__).parent
 SOURCES = sorted(str(p.relative_to(HERE)) for p in (HERE / "memotest" / "_shim").glob("*.c"))
 
-FRONT = "plugins/memotest_make/front/front.c"
+FRONT = sorted(
+    str(p.relative_to(HERE)) for p in (HERE / "plugins" / "memotest_make" / "front").glob("*.c")
+)
 
 
 class BuildFront(build_scripts):
-    """Compiles ``memotest-sh``, make's SHELL (plugins/memotest_make/front/front.c), into
+    """Compiles ``memotest-sh``, make's SHELL (plugins/memotest_make/front/), into
     the scripts: a program of its own, so that a replayed recipe line starts no Python."""
 
     def copy_scripts(self):  # type: ignore[no-untyped-def]
@@ -30,7 +32,7 @@ class BuildFront(build_scripts):
         customize_compiler(compiler)
         build_temp = self.get_finalized_command("build").build_temp
         objects = compiler.compile(
-            [FRONT], output_dir=build_temp, extra_postargs=["-O2", "-Wall", "-Wextra"]
+            FRONT, output_dir=build_temp, extra_postargs=["-O2", "-Wall", "-Wextra"]
         )
         out = str(Path(self.build_dir) / "memotest-sh")
         compiler.link_executable(objects, "memotest-sh", output_dir=self.build_dir)
@@ -39,7 +41,7 @@ class BuildFront(build_scripts):
 
 
 setup(
-    scripts=[FRONT],
+    scripts=FRONT[:1],
     cmdclass={"build_scripts": BuildFront},
     ext_modules=[
         Extension(

@@ -57,6 +57,21 @@ def _timed(argv: list[str], cwd: Path, env: dict[str, str], n: int) -> tuple[flo
     return statistics.median(walls) * 1e3, cpu / n * 1e3
 
 
+def _interleaved(
+    cases: list[tuple[list[str], dict[str, str]]], cwd: Path, n: int
+) -> list[tuple[float, float]]:
+    """:func:`_timed` of each case, one call of each in turn, n rounds: a load that drifts
+    (a shared machine) weighs on every case alike."""
+    walls: list[list[float]] = [[] for _ in cases]
+    cpus = [0.0 for _ in cases]
+    for _ in range(n):
+        for i, (argv, env) in enumerate(cases):
+            wall, cpu = _timed(argv, cwd, env, 1)
+            walls[i].append(wall)
+            cpus[i] += cpu
+    return [(statistics.median(w), c / n) for w, c in zip(walls, cpus, strict=True)]
+
+
 def _statuses(cwd: Path, env: dict[str, str], *args: str) -> dict[str, str]:
     report = cwd.parent / f"{cwd.name}-report.json"  # outside: the project's folder is listed
     subprocess.run(
@@ -82,9 +97,11 @@ def line_row(work: Path, n: int) -> dict:
         subprocess.run(line, cwd=root, env=env, capture_output=True)
     time.sleep(AGE_S)
     subprocess.run(line, cwd=root, env=env, capture_output=True)
-    memo = _timed(line, root, env, n)
-    plain = _timed(["sh", "-c", "echo hi"], root, env, n)
-    floor = _timed([sys.executable, "-c", "pass"], root, env, n)  # the interpreter's start
+    memo, plain, floor = _interleaved(
+        [(line, env), (["sh", "-c", "echo hi"], env), ([sys.executable, "-c", "pass"], env)],
+        root,
+        n,
+    )  # the last: the interpreter's start
     stamped = any((root / ".memotest" / "make-stamps").glob("*.stamp"))
     return {
         "row": "memotest-sh line",
@@ -107,8 +124,7 @@ def make_test_row(work: Path, n: int) -> dict:
         if i == 2:
             time.sleep(AGE_S)
         subprocess.run(["make", "test"], cwd=root, env=memo_env, capture_output=True)
-    plain = _timed(["make", "test"], root, env, n)
-    memo = _timed(["make", "test"], root, memo_env, n)
+    plain, memo = _interleaved([(["make", "test"], env), (["make", "test"], memo_env)], root, n)
     return {
         "row": "make test",
         "plain_ms": plain,

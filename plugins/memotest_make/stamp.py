@@ -18,7 +18,12 @@ change after ``T`` (even one that keeps the size and sets ``mtime`` back) moves 
 and the signature (``lstat``, and ``stat`` when it is a link: mode, inode, device, size,
 ``mtime``, ``ctime``). Same signatures now as at ``T`` means the same files, listings,
 modes and link texts as when the checkers said the record holds. Records whose inputs
-depend on paths they do not name (declared globs) are never stamped.
+depend on paths they do not name (declared globs) are never stamped. A file held by its
+content alone (every input of it a ``file`` one, read through no link: a test binary make
+rebuilds every time, the same bytes) is stamped with the SHA-256, mode and link count of
+the very bytes whose recorded digest was verified (:func:`content`); when its signature
+moved (or was racy) the front hashes it, and then checks the record's modification-time
+orders (``order`` inputs: ``make``'s "newer than") against the files' mtimes now.
 
 The key is made of: the command, its folder, the timeout (all in the front's argument
 list), the make variables and ``pass_env`` variables (the stamp's patterns and what they
@@ -37,8 +42,10 @@ variables, and each ``NAME=VALUE`` (the environment's watched variables must be 
 these); the number of file descriptors, and each (must be closed: make's jobserver was not
 passed); the number of paths, and each as three fields (``L`` or ``S``: the path's
 ``lstat`` or ``stat`` signature, ``mode ino dev size mtime_ns ctime_ns`` or ``-`` for
-nothing there; ``E``: it must exist, the signature empty); the message for standard
-error; the exit code; then the log, to the end of the file.
+nothing there; ``E``: it must exist, the signature empty; ``C``: the signature or
+:data:`RACY`, a tab, and :func:`content`'s text); the number of orders, and each as its
+marks, the number of its files and each file; the message for standard error; the exit
+code; then the log, to the end of the file.
 
 What the fast path does not do: mark the variant used in the store (its eviction order
 is by the full path's replays) nor fire plugins' ``memotest_after_target``.
@@ -101,14 +108,29 @@ def _racy(sig: str, limit: int) -> bool:
     return max(mtime, ctime) >= limit
 
 
-def path_entries(paths: Iterable[str], taken_ns: int) -> list[tuple[str, str, str]] | None:
+#: The signature of a file held by its content changed within the racy window: never
+#: equal to one the front reads, so its content is always checked.
+RACY = "?"
+
+
+def path_entries(
+    paths: Iterable[str], taken_ns: int, contents: Mapping[str, str] | None = None
+) -> list[tuple[str, str, str]] | None:
     """``(L, path, lstat signature)`` of each path, and ``(S, path, stat signature)`` of
     each link; None when one cannot be read or was changed too recently to prove anything
-    later (racy: see the module's docstring)."""
+    later (racy: see the module's docstring). ``contents``: the files held by their
+    content alone, with what :func:`content` read (``SHA256 MODE NLINK``, ``*`` for a
+    link count not held): ``(C, path, "SIGNATURE\tCONTENT")``, whose signature may be
+    racy (then :data:`RACY`: the front checks the content every time)."""
+    contents = contents or {}
     out: list[tuple[str, str, str]] = []
     limit = taken_ns - RACY_WINDOW_NS
     for path in sorted(set(paths)):
         lsig = signature(path)
+        if path in contents and lsig is not None:
+            stamped = RACY if _racy(lsig, limit) else lsig
+            out.append(("C", path, f"{stamped}\t{contents[path]}"))
+            continue
         if lsig is None or _racy(lsig, limit):
             return None
         out.append(("L", path, lsig))
@@ -118,6 +140,51 @@ def path_entries(paths: Iterable[str], taken_ns: int) -> list[tuple[str, str, st
                 return None
             out.append(("S", path, sig))
     return out
+
+
+def content(path: str, recorded: Sequence[str]) -> str | None:
+    """What the front's content check of ``path`` reads (``SHA256 MODE NLINK``, the count
+    ``*`` when no recorded digest holds it), when the same read of the bytes has every
+    ``recorded`` digest (``observable.file_digest``: xxh3-128, then ``:MODE:NLINK`` or
+    ``:MODE:*``; ``file:`` before an effect's); else None. One read for both: the bytes
+    stamped are the bytes verified."""
+    import hashlib
+
+    import xxhash
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        before = os.fstat(fd)
+        if (before.st_mode & 0o170000) != 0o100000:
+            return None
+        xxh, sha = xxhash.xxh3_128(), hashlib.sha256()
+        while chunk := os.read(fd, 1 << 16):
+            xxh.update(chunk)
+            sha.update(chunk)
+        after = os.fstat(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if (before.st_size, before.st_mtime_ns, before.st_ctime_ns) != (
+        after.st_size,
+        after.st_mtime_ns,
+        after.st_ctime_ns,
+    ):
+        return None
+    mode = f"{before.st_mode & 0o7777:o}"
+    head = f"{xxh.hexdigest()}:{mode}:"
+    held = False
+    for digest in recorded:
+        digest = digest.removeprefix("file:")
+        if digest == head + str(before.st_nlink):
+            held = True
+        elif digest != head + "*":
+            return None
+    return f"{sha.hexdigest()} {mode} {before.st_nlink if held else '*'}"
 
 
 def key_sources() -> list[str]:
@@ -159,6 +226,7 @@ def render(
     entries: Sequence[str],
     fds: Sequence[int],
     paths: Sequence[tuple[str, str, str]],
+    orders: Sequence[tuple[str, Sequence[str]]],
     message: str,
     exit_code: int,
     log: bytes,
@@ -171,6 +239,9 @@ def render(
     parts.append(_field(str(len(paths))))
     for kind, path, sig in paths:
         parts += [_field(kind), _field(path), _field(sig)]
+    parts.append(_field(str(len(orders))))
+    for marks, files in orders:
+        parts += [_field(marks), _field(str(len(files))), *(_field(f) for f in files)]
     parts += [_field(message), _field(str(exit_code)), log]
     return b"".join(parts)
 

@@ -4,6 +4,7 @@ ran, passed and was recorded, from its record, verified again."""
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Mapping
@@ -12,7 +13,9 @@ from pathlib import Path
 
 from memotest import faults
 from memotest.config import Project, Settings
+from memotest.fingerprint import Fingerprint
 from memotest.inputs.check import check
+from memotest.inputs.order import split_order
 from memotest.memo import MemoResult
 from memotest.model import Kind, Target
 from memotest.observe import file_states
@@ -87,9 +90,10 @@ def _write(
     )
     if watched is None:
         return
-    paths = verified_paths(root, target, settings, rec.variant_id, time.time_ns())
-    if paths is None:
+    verified = verified_paths(root, target, settings, rec.variant_id, time.time_ns())
+    if verified is None:
         return
+    paths, orders = verified
     sources = stamp.path_entries(stamp.key_sources(), time.time_ns())
     if sources is None:
         return
@@ -105,6 +109,7 @@ def _write(
         entries=watched[1],
         fds=jobserver_fds(front.environ),
         paths=[*paths, *sources, *(("E", p, "") for p in front.outputs)],
+        orders=orders,
         message=message,
         exit_code=rec.exit_code if rec.exit_code is not None else 0,
         log=log,
@@ -121,9 +126,9 @@ def jobserver_fds(environ: Mapping[str, str]) -> list[int]:
 
 def verified_paths(
     root: Path, target: Target, settings: Settings, variant_id: int, taken_ns: int
-) -> list[tuple[str, str, str]] | None:
-    """The path entries of the record's inputs, taken at ``taken_ns``, when every input
-    is of a stampable kind and verifies after that; else None."""
+) -> tuple[list[tuple[str, str, str]], list[tuple[str, list[str]]]] | None:
+    """The path entries of the record's inputs, taken at ``taken_ns``, and its mtime
+    orders, when every input is of a stampable kind and verifies after that; else None."""
     try:
         with Store.open(root, lock=False) as store:
             rec = store.variants([variant_id]).get(variant_id)
@@ -132,9 +137,20 @@ def verified_paths(
             inputs = list(rec.inputs)
             if any(Kind(fp.kind).value not in stamp.STAMPABLE_KINDS for fp in inputs):
                 return None
-            paths = stamp.path_entries([fp.path for fp in inputs], taken_ns)
+            contents = {}
+            for path, digests in content_held(inputs).items():
+                read = stamp.content(path, digests)
+                if read is not None:
+                    contents[path] = read
+            paths = stamp.path_entries([fp.path for fp in inputs], taken_ns, contents)
             if paths is None:
                 return None
+            orders = []
+            for fp in inputs:
+                if Kind(fp.kind) is Kind.ORDER:
+                    recorded = split_order(store.read_blob(fp.digest))
+                    local = [store.roots.local(os.fsdecode(p)) for p in recorded.paths]
+                    orders.append((recorded.marks.decode(), local))
             project = Project(root / "memotest.toml", root, settings, {target.name: target})
             states = file_states(project)
             states.blobs = store.read_blob
@@ -145,4 +161,20 @@ def verified_paths(
                     return None
     except (StoreError, OSError):
         return None
-    return paths
+    return paths, orders
+
+
+def content_held(inputs: list[Fingerprint]) -> dict[str, list[str]]:
+    """The paths whose every input is a ``file`` one (or an effect's file) read through
+    no link: held by content, mode and link count alone, with those digests."""
+    kinds: dict[str, set[str]] = {}
+    digests: dict[str, list[str]] = {}
+    for fp in inputs:
+        kind = Kind(fp.kind).value
+        digest = fp.digest
+        if kind == "effect" and digest.startswith("file:"):
+            kind = "file"
+        kinds.setdefault(fp.path, set()).add(kind)
+        if kind == "file" and getattr(fp, "link", None) is None:
+            digests.setdefault(fp.path, []).append(digest)
+    return {p: d for p, d in digests.items() if kinds[p] == {"file"}}

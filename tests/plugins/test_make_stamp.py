@@ -142,10 +142,30 @@ def test_the_environment_and_process_state_are_keyed(stamped):
     assert runs(counter, "file") == 2
 
 
+def test_the_front_reads_a_content_as_the_writer_does(tmp_path):
+    """The front's SHA-256 of a file, its mode and link count: as the stamp's writer's
+    (block boundaries, an empty file, a large one), and no content for what is not a
+    regular file read through no link."""
+    sizes = [0, 1, 55, 56, 63, 64, 65, 119, 120, 128, 65536 + 7, 3 << 20]
+    for size in sizes:
+        f = tmp_path / f"f{size}"
+        f.write_bytes(os.urandom(size))
+        os.chmod(f, 0o640)
+        front = subprocess.run([FRONT, "--front-content", str(f)], capture_output=True, text=True)
+        digest = stamp.content(str(f), [])
+        assert digest is not None and digest.endswith(" 640 *")
+        assert front.stdout.split()[:2] == digest.split()[:2], size
+        assert front.stdout.split()[2] == "1"
+    (tmp_path / "link").symlink_to(tmp_path / "f1")
+    for path in (tmp_path, tmp_path / "link"):
+        front = subprocess.run([FRONT, "--front-content", str(path)], capture_output=True)
+        assert front.returncode == 1 and stamp.content(str(path), []) is None
+
+
 def test_a_file_rewritten_with_the_same_bytes_replays_but_not_a_flipped_order(tmp_path):
-    """A stamped file whose signature moved goes to the full check (a rebuilt binary, the
-    same bytes, replays there); the record's mtime orders are checked: ``touch`` that flips
-    which file is newer runs the line."""
+    """A stamped file whose signature moved is checked by content (a rebuilt binary, the
+    same bytes, replays); then the record's mtime orders are checked: ``touch`` that flips
+    which file is newer runs the line (the attack on the content fallback)."""
     counter = tmp_path / "counter"
     root = tmp_path / "proj"
     write(
@@ -172,9 +192,17 @@ def test_a_file_rewritten_with_the_same_bytes_replays_but_not_a_flipped_order(tm
     (root / "data.txt").write_text("d")  # the same bytes, a new signature
     again = make(root, "cmp")
     assert "up to date, replayed" in again.stderr and runs(counter, "cmp") == 1, again.stderr
-    time.sleep(AGE_S)
-    assert "up to date, replayed" in make(root, "cmp").stderr  # stamped again
+    (root / ".memotest" / "db.sqlite").rename(root / "db.away")  # the stamp alone decides
+    (root / "data.txt").write_text("d")  # again: the stamp holds it racy, by its content
+    again = make(root, "cmp")
+    assert "up to date, replayed" in again.stderr and runs(counter, "cmp") == 1, again.stderr
+    (root / "data.txt").write_text("e")  # other bytes
+    assert "up to date, replayed" not in make(root, "cmp").stderr
+    assert runs(counter, "cmp") == 2
+    (root / "data.txt").write_text("d")
+    (root / "db.away").rename(root / ".memotest" / "db.sqlite")
+    assert "up to date, replayed" in make(root, "cmp").stderr  # the older record
     os.utime(root / "src.txt")  # now src.txt is the newer: the same bytes everywhere
     flipped = make(root, "cmp")
     assert flipped.returncode == 0, flipped.stderr
-    assert "older" in flipped.stdout and runs(counter, "cmp") == 2
+    assert "older" in flipped.stdout and runs(counter, "cmp") == 3

@@ -19,7 +19,8 @@
  * patterns and the variables they matched, file descriptors that must be closed, paths
  * and their stat signatures, paths that must exist.
  *
- * `memotest-sh --front-context` prints the context (the tests compare it with the key).
+ * `memotest-sh --front-context` prints the context (the tests compare it with the key),
+ * `memotest-sh --front-content FILE` what a content check reads (tested against Python).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -35,116 +36,13 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "sha256.h"
+
 extern char **environ;
 
+#include "front.h"
+
 #define MAGIC "memotest-sh stamp 2\n"
-
-struct buf {
-    char *data;
-    size_t len, cap;
-};
-
-static void put(struct buf *b, const char *s, size_t n) {
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = (b->cap ? b->cap * 2 : 4096);
-        while (cap < b->len + n + 1) cap *= 2;
-        char *data = realloc(b->data, cap);
-        if (!data) abort();
-        b->data = data;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-}
-
-/* A string of the context, "<length>:<bytes>\n" (the context has no NUL: it is passed to
- * memotest-sh-py as one argument). */
-static void put_string(struct buf *b, const char *s) {
-    char len[24];
-    put(b, len, (size_t)snprintf(len, sizeof len, "%zu:", strlen(s)));
-    put(b, s, strlen(s));
-    put(b, "\n", 1);
-}
-
-static int read_fd(int fd, struct buf *b) {
-    char chunk[65536];
-    for (;;) {
-        ssize_t n = read(fd, chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return -1;
-        if (n == 0) return 0;
-        put(b, chunk, (size_t)n);
-    }
-}
-
-static int read_path(const char *path, struct buf *b) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    int rc = read_fd(fd, b);
-    close(fd);
-    return rc;
-}
-
-/* Fields of /proc/self/status that differ between two runs of the same process. */
-static const char *const VOLATILE[] = {
-    "Name", "State", "Tgid", "Ngid", "Pid", "PPid", "TracerPid", "FDSize", "Threads",
-    "SigQ", "SigPnd", "ShdPnd", "NStgid", "NSpid", "NSpgid", "NSsid", "Kthread",
-    "voluntary_ctxt_switches", "nonvoluntary_ctxt_switches", NULL};
-static const char *const VOLATILE_PREFIXES[] = {"Vm", "Rss", "Hugetlb", NULL};
-
-static int volatile_field(const char *line, size_t n) {
-    for (const char *const *v = VOLATILE; *v; v++)
-        if (strlen(*v) == n && memcmp(line, *v, n) == 0) return 1;
-    for (const char *const *p = VOLATILE_PREFIXES; *p; p++)
-        if (n >= strlen(*p) && memcmp(line, *p, strlen(*p)) == 0) return 1;
-    return 0;
-}
-
-/* The context: argv and the folder (the stamp's name is their hash: their length is
- * *head), the real folder, then the process state (see the top). */
-static int context(int argc, char **argv, const char *cwd, struct buf *ctx, size_t *head) {
-    char real[PATH_MAX];
-    put(ctx, "argv\n", 5);
-    for (int i = 1; i < argc; i++) put_string(ctx, argv[i]);
-    put(ctx, "cwd\n", 4);
-    put_string(ctx, cwd);
-    *head = ctx->len;
-    if (!realpath(cwd, real)) return -1;
-    put_string(ctx, real);
-    put(ctx, "status\n", 7);
-    struct buf status = {0};
-    if (read_path("/proc/self/status", &status) < 0) return -1;
-    int umask_seen = 0;
-    for (char *line = status.data; line && *line;) {
-        char *end = strchr(line, '\n');
-        size_t len = end ? (size_t)(end - line + 1) : strlen(line);
-        char *colon = memchr(line, ':', len);
-        size_t name = colon ? (size_t)(colon - line) : len;
-        if (name == 5 && memcmp(line, "Umask", 5) == 0) umask_seen = 1;
-        if (!volatile_field(line, name)) put(ctx, line, len);
-        line = end ? end + 1 : NULL;
-    }
-    free(status.data);
-    if (!umask_seen) {
-        mode_t mask = umask(022);
-        umask(mask);
-        char text[32];
-        put(ctx, text, (size_t)snprintf(text, sizeof text, "Umask:\t%04o\n", (unsigned)mask));
-    }
-    put(ctx, "limits\n", 7);
-    if (read_path("/proc/self/limits", ctx) < 0) return -1;
-    put(ctx, "personality\n", 12);
-    if (read_path("/proc/self/personality", ctx) < 0) return -1;
-    errno = 0;
-    int nice = getpriority(PRIO_PROCESS, 0);
-    if (errno) return -1;
-    struct utsname u;
-    if (uname(&u) < 0) return -1;
-    char text[128];
-    put(ctx, text, (size_t)snprintf(text, sizeof text, "nice %d\nmachine %s\n", nice, u.machine));
-    return 0;
-}
 
 /* FNV-1a, 64 bits: the stamp's file name (the stamp holds the whole context anyway). */
 static uint64_t fnv1a(const char *s, size_t n) {
@@ -154,6 +52,33 @@ static uint64_t fnv1a(const char *s, size_t n) {
         h *= 1099511628211ULL;
     }
     return h;
+}
+
+/* "SHA256HEX MODE NLINK" of a regular file (read through no link), its signature the
+ * same before and after the read; "" when it is not one or changed meanwhile. */
+static void content(const char *path, char *out, size_t size) {
+    *out = '\0';
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return;
+    struct stat before, after;
+    struct sha256 c;
+    unsigned char chunk[65536];
+    ssize_t n = 0;
+    sha256_init(&c);
+    if (fstat(fd, &before) < 0 || !S_ISREG(before.st_mode)) goto out;
+    while ((n = read(fd, chunk, sizeof chunk)) > 0) sha256_update(&c, chunk, (size_t)n);
+    if (n < 0 || fstat(fd, &after) < 0 || before.st_size != after.st_size ||
+        before.st_mtim.tv_sec != after.st_mtim.tv_sec ||
+        before.st_mtim.tv_nsec != after.st_mtim.tv_nsec ||
+        before.st_ctim.tv_sec != after.st_ctim.tv_sec ||
+        before.st_ctim.tv_nsec != after.st_ctim.tv_nsec)
+        goto out;
+    char hex[65];
+    sha256_hex(&c, hex);
+    snprintf(out, size, "%s %o %lu", hex, (unsigned)(before.st_mode & 07777),
+             (unsigned long)before.st_nlink);
+out:
+    close(fd);
 }
 
 /* -- the stamp: fields are "<decimal length>\n<bytes>\n" -------------------------------- */
@@ -254,7 +179,8 @@ static int fds_hold(struct reader *r) {
     return !r->bad;
 }
 
-static int paths_hold(struct reader *r) {
+/* Each path's check; *rehashed: a file held by its content had a new signature. */
+static int paths_hold(struct reader *r, int *rehashed) {
     long n = count(r);
     char now[160];
     for (long i = 0; i < n && !r->bad; i++) {
@@ -264,17 +190,59 @@ static int paths_hold(struct reader *r) {
         const char *sig = field(r, &sn);
         if (r->bad || kn != 1 || memchr(path, '\0', pn)) return 0;
         char *p = strndup(path, pn);
+        int ok = 0;
         if (*kind == 'E') {
             struct stat st;
-            int there = lstat(p, &st) == 0;
+            ok = lstat(p, &st) == 0;
+        } else if (*kind == 'L' || *kind == 'S') {
+            signature(p, *kind == 'S', now, sizeof now);
+            ok = *now && same(now, strlen(now), sig, sn);
+        } else if (*kind == 'C') {  /* "SIGNATURE\tSHA256 MODE NLINK-or-*" */
+            const char *tab = memchr(sig, '\t', sn);
+            signature(p, 0, now, sizeof now);
+            if (tab && *now && same(now, strlen(now), sig, (size_t)(tab - sig))) {
+                ok = 1;
+            } else if (tab) {
+                const char *want = tab + 1;
+                size_t wn = sn - (size_t)(want - sig);
+                content(p, now, sizeof now);
+                char *last = strrchr(now, ' ');
+                if (*now && wn >= 2 && want[wn - 1] == '*' && want[wn - 2] == ' ')
+                    ok = last && same(now, (size_t)(last - now + 1), want, wn - 1);
+                else
+                    ok = *now && same(now, strlen(now), want, wn);
+                *rehashed |= ok;
+            }
+        }
+        free(p);
+        if (!ok) return 0;
+    }
+    return !r->bad;
+}
+
+/* The record's modification-time orders (memotest/inputs/order.py): each file's mtime
+ * keeps its relation to the one before ('<' newer, '=' the same). */
+static int orders_hold(struct reader *r, int check) {
+    long n = count(r);
+    for (long i = 0; i < n && !r->bad; i++) {
+        size_t mn;
+        const char *marks = field(r, &mn);
+        long np = count(r);
+        long long prev = 0;
+        for (long j = 0; j < np && !r->bad; j++) {
+            size_t pn;
+            const char *path = field(r, &pn);
+            if (!check) continue;
+            if ((size_t)np != mn || memchr(path, '\0', pn)) return 0;
+            char *p = strndup(path, pn);
+            struct stat st;
+            int there = stat(p, &st) == 0;
             free(p);
             if (!there) return 0;
-            continue;
+            long long m = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+            if (j > 0 && (m < prev || (m > prev) != (marks[j] == '<'))) return 0;
+            prev = m;
         }
-        if (*kind != 'L' && *kind != 'S') return free(p), 0;
-        signature(p, *kind == 'S', now, sizeof now);
-        free(p);
-        if (!*now || !same(now, strlen(now), sig, sn)) return 0;
     }
     return !r->bad;
 }
@@ -297,7 +265,9 @@ static int replay(const struct buf *stamp, const struct buf *ctx) {
     size_t n;
     const char *f = field(&r, &n);
     if (r.bad || !same(f, n, ctx->data, ctx->len)) return -1;
-    if (!env_holds(&r) || !fds_hold(&r) || !paths_hold(&r)) return -1;
+    int rehashed = 0;
+    if (!env_holds(&r) || !fds_hold(&r) || !paths_hold(&r, &rehashed)) return -1;
+    if (!orders_hold(&r, rehashed)) return -1;
     const char *message = field(&r, &n);
     size_t message_len = n;
     long code = count(&r);
@@ -335,6 +305,12 @@ int main(int argc, char **argv) {
     struct buf ctx = {0};
     size_t head = 0;
     if (!getcwd(cwd, sizeof cwd)) run_python(argc, argv, NULL, NULL);
+    if (argc == 3 && strcmp(argv[1], "--front-content") == 0) {  /* for the tests */
+        char out[160];
+        content(argv[2], out, sizeof out);
+        puts(out);
+        return !*out;
+    }
     if (argc == 2 && strcmp(argv[1], "--front-context") == 0) {
         if (context(1, argv, cwd, &ctx, &head) < 0) return 1;
         write_all(1, ctx.data, ctx.len);
