@@ -435,3 +435,27 @@ def test_the_loaders_first_build_runs_each_recipe_once(tmp_path):
     (root / "src" / "b.sh").write_text("echo b changed")
     assert memotest("build", "-j", "2", cwd=root).returncode == 0
     assert [runs(tmp_path / f"count-{t}", t) for t in "abcd"] == [1, 2, 1, 1]
+
+
+def test_a_target_that_sees_what_its_run_made_runs_again(tmp_path):
+    """The attack on settling the loader in one build by taking what a run made as the
+    state it started from (issue 28): a recipe that fails when its own output is there
+    passed in the first build, and the second must run it, and fail, not replay a pass.
+    make's own checks of a target file it then built are the same observation."""
+    root = write(
+        tmp_path / "proj",
+        {
+            "Makefile": """
+                .PHONY: check
+                check:
+                \t@test ! -e made || { echo "made already"; exit 1; }
+                \t@touch made
+            """,
+        },
+    )
+    report = tmp_path / "report.json"
+    statuses = []
+    for _ in range(2):
+        memotest("build", "--json-report", str(report), "check", cwd=root, env=make_env())
+        statuses.append({t["name"]: t["status"] for t in json.loads(report.read_text())["targets"]})
+    assert statuses == [{"make:check": "passed"}, {"make:check": "failed"}]
