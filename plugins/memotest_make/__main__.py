@@ -1,5 +1,5 @@
-"""``python -m memotest_make`` is ``memotest-sh`` (for ``SHELL := python3 -m memotest_make``
-where the console script is not on PATH)."""
+"""``python -m memotest_make`` is ``memotest-sh-py``: memotest-sh without its C front (for
+``SHELL := python3 -m memotest_make`` where memotest-sh is not on PATH; no fast replay)."""
 
 import sys
 

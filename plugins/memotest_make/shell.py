@@ -1,5 +1,9 @@
 """``memotest-sh``: a ``SHELL`` for make that memoizes the recipes of the targets you mark.
 
+The ``memotest-sh`` make runs is a small C program (``front/``) that replays a line whose
+stamp holds (:mod:`memotest_make.stamp`); for everything else it runs this module's
+:func:`main` (the console script ``memotest-sh-py``), passing its context first.
+
 make runs every recipe line as ``$(SHELL) $(.SHELLFLAGS) 'line'``. With::
 
     SHELL := memotest-sh
@@ -33,6 +37,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memotest_make.makeflags import (
     jobserver_passed,
@@ -41,6 +46,9 @@ from memotest_make.makeflags import (
     override_names,
     split_makeflags,
 )
+
+if TYPE_CHECKING:
+    from memotest_make.stamping import Front
 
 __all__ = [
     "Invocation",
@@ -246,14 +254,18 @@ def memoize(inv: Invocation, environ: Mapping[str, str], front: tuple[str, str] 
         if front is not None:
             from memotest_make.stamping import stamp_replay
 
-            stamp_replay(Path(root), target, settings, result, _front(inv, front, patterns))
+            stamp_replay(
+                Path(root), target, settings, result, _front(inv, front, patterns, environ)
+            )
     else:
         if result.status == "passed":
             outputs.remember()
             if not result.note and front is not None:  # recorded: the next make replays it
                 from memotest_make.stamping import stamp_run
 
-                stamp_run(Path(root), target, settings, result, _front(inv, front, patterns))
+                stamp_run(
+                    Path(root), target, settings, result, _front(inv, front, patterns, environ)
+                )
         if result.note and (result.fault or not inv.quiet):
             print(f"[memotest] {inv.target}: {result.note}", file=sys.stderr)
     if result.status == "timeout":
@@ -265,7 +277,9 @@ def memoize(inv: Invocation, environ: Mapping[str, str], front: tuple[str, str] 
     return result.exit_code
 
 
-def _front(inv: Invocation, front: tuple[str, str], patterns: list[str]):
+def _front(
+    inv: Invocation, front: tuple[str, str], patterns: list[str], environ: Mapping[str, str]
+) -> Front:
     from memotest_make.stamping import Front
 
     assert inv.target is not None
@@ -274,7 +288,7 @@ def _front(inv: Invocation, front: tuple[str, str], patterns: list[str]):
         context=front[0],
         path=front[1],
         patterns=tuple(patterns),
-        environ=dict(os.environ),
+        environ=environ,
         label=inv.target,
         outputs=tuple(outputs.listed()),
         quiet=inv.quiet,
@@ -359,7 +373,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         or jobserver_passed(environ)
     ):
         return exec_plain(inv)
-    return memoize(inv, environ, front if inv.root is None else None)
+    # The environment as make passed it, before memotest's run may touch this process's.
+    return memoize(inv, dict(environ), front if inv.root is None else None)
 
 
 if __name__ == "__main__":  # pragma: no cover
