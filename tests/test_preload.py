@@ -136,6 +136,16 @@ def test_the_book_leaves_out_the_project_the_denied_and_the_marked(tmp_path):
     assert book.prepared_for(str(tmp_path), PY, ("own",)) == ()
 
 
+def test_what_an_import_hook_loaded_is_learned_only_if_marked(tmp_path):
+    """pytest's rewriting loads what it marked: learned for a configured worker to import
+    under the same hook; what another import hook loaded is never preloaded."""
+    book = PreloadBook()
+    report = {"modules": ["json"], "hooked": ["hypo.core", "instrumented"], "marked": ["hypo"]}
+    book.learn(str(tmp_path), PY, report)
+    assert book.prepared_for(str(tmp_path), PY, ()) == ("hypo.core",)
+    assert book.modules_for(str(tmp_path), PY, ()) == ("json",)
+
+
 def test_the_book_merges_with_what_another_build_saved(tmp_path):
     (tmp_path / ".memotest").mkdir()
     first, second = PreloadBook(), PreloadBook()

@@ -146,6 +146,9 @@ class PreloadBook:
         reading = read_report(report, self.config)
         modules = [m for m in report.get("modules", []) if isinstance(m, str)]
         fresh = set(reading.fresh)
+        # What an import hook's loader made counts only if a plugin says the runs must
+        # import it under its hooks (``prepared_for``): never a plain preload's.
+        hooked = [m for m in report.get("hooked", []) if isinstance(m, str)]
         marks = {m for m in report.get("shadowed", []) if isinstance(m, str)}
         args = report.get("args")
         with self._lock:
@@ -159,6 +162,7 @@ class PreloadBook:
             if not fresh <= hints.fresh:
                 hints.fresh |= fresh
                 hints.changed = True
+            modules += [m for m in hooked if marked(m, hints.fresh)]
             for name in modules:
                 if name not in hints.modules and len(hints.modules) < MAX_MODULES:
                     hints.modules[name] = None

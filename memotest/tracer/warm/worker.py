@@ -118,16 +118,13 @@ class Worker:
         #: whose arguments (JSON) are in ``whole`` (their files stay whole: ``preload.py``).
         self.code_level = code_level
         self.whole = whole
-        #: Modules imported after a plugin prepared the runs (``spec.prepare``), under the
-        #: hooks it installed (``preload.py``, ``prepared_for``).
+        #: Imported after the plugin prepared the runs, under its hooks (``prepared_for``).
         self.prepared_preload = prepared_preload if spec.prepare else ()
         self.refused: list[tuple[str, str]] = []
-        #: Every module the preload imported (its dependencies too); and the prepared
-        #: preload's, with what the plugins' reading of the preparation must import
-        #: fresh (what pytest marked while it configured: ``reading.py``).
+        #: Every module the preload imported (its dependencies too), the prepared preload's,
+        #: and what the preparation marked (to be imported fresh: ``reading.py``).
         self.preloaded: frozenset[str] = frozenset()
-        self.preloaded_prepared: frozenset[str] = frozenset()
-        self.prepared_fresh: frozenset[str] = frozenset()
+        self.preloaded_prepared = self.prepared_fresh = frozenset[str]()
         self.dir = tempfile.mkdtemp(prefix="memotest-worker-", dir=work_root)
         tmp = os.path.join(self.dir, "tmp")
         os.mkdir(tmp)
@@ -205,8 +202,7 @@ class Worker:
         events = own_folder_left_out(events, self.dir)
         self.preloaded = frozenset(msg.get("preloaded") or ())
         self.preloaded_prepared = frozenset(msg.get("prepared_preloaded") or ())
-        prepared = msg.get("prepared")
-        if isinstance(prepared, dict) and prepared:
+        if isinstance(prepared := msg.get("prepared"), dict) and prepared:
             self.prepared_fresh = read_report(prepared, self.config).fresh
         if self.refused:
             self.why = "preloading {}: {}".format(*self.refused[0])
