@@ -115,7 +115,7 @@ def test_a_preloaded_module_pytest_wants_to_rewrite_makes_the_run_start_fresh(tm
     assert "ran again, fresh: the worker had preloaded myplug" in out
     assert "already imported" not in out
     assert "assert 2 == 3" in out  # rewritten: the values are shown
-    assert "myplug" in hints(proj)["never"]
+    assert "myplug" in hints(proj)["fresh"]  # imported under pytest's rewriting only
 
 
 def test_marked_takes_a_name_or_a_package_above_it():
@@ -130,6 +130,20 @@ def test_the_book_leaves_out_the_project_the_denied_and_the_marked(tmp_path):
     report = {"modules": ["proj.core", "tool", "json", "readline", "plug.x", "own"]}
     book.learn(str(tmp_path), PY, {**report, "marked": ["plug"]})
     assert book.modules_for(str(tmp_path), PY, ("own",)) == ("json",)
+    # What pytest marked is imported only after a configured worker's preparation.
+    assert book.prepared_for(str(tmp_path), PY, ("own",)) == ("plug.x",)
+    book.refuse(str(tmp_path), PY, ["plug.x"])
+    assert book.prepared_for(str(tmp_path), PY, ("own",)) == ()
+
+
+def test_what_an_import_hook_loaded_is_learned_only_if_marked(tmp_path):
+    """pytest's rewriting loads what it marked: learned for a configured worker to import
+    under the same hook; what another import hook loaded is never preloaded."""
+    book = PreloadBook()
+    report = {"modules": ["json"], "hooked": ["hypo.core", "instrumented"], "marked": ["hypo"]}
+    book.learn(str(tmp_path), PY, report)
+    assert book.prepared_for(str(tmp_path), PY, ()) == ("hypo.core",)
+    assert book.modules_for(str(tmp_path), PY, ()) == ("json",)
 
 
 def test_the_book_merges_with_what_another_build_saved(tmp_path):
@@ -143,7 +157,8 @@ def test_the_book_merges_with_what_another_build_saved(tmp_path):
     first.save()
     saved = hints(tmp_path)
     assert saved["modules"] == ["json", "csv"]
-    assert saved["never"] == ["plug", "warnmod"]
+    assert saved["never"] == ["warnmod"]
+    assert saved["fresh"] == ["plug"]
 
 
 def test_nothing_is_written_where_there_is_no_store(tmp_path):

@@ -98,6 +98,18 @@ def _blobs_garbled(s: Path) -> None:
         b.write_bytes(bytes(data))
 
 
+def _blobs_cut_short(s: Path) -> None:
+    """What a power loss may leave of blobs written but never synced (``blobs.py``)."""
+    for b in _blobs(s):
+        data = b.read_bytes()
+        b.write_bytes(data[: len(data) // 2])
+
+
+def _blobs_gone(s: Path) -> None:
+    for b in _blobs(s):
+        b.unlink()
+
+
 def _store_file(s: Path) -> None:
     shutil.rmtree(s)
     s.write_text("not a store")
@@ -141,6 +153,8 @@ DAMAGE: dict[str, Callable[[Path], None]] = {
     "records-garbled": _records_garbled,
     "blobs-emptied": _blobs_emptied,
     "blobs-garbled": _blobs_garbled,
+    "blobs-cut-short": _blobs_cut_short,
+    "blobs-gone": _blobs_gone,
     "store-file": _store_file,
     "store-dangling-symlink": _store_dangling,
     "cas-file": _cas_file,
@@ -284,3 +298,28 @@ def test_run_memoized_keeps_a_result_the_store_failed_to_record(
     assert result.status == "passed" and not result.cached
     assert (root / "runs").read_text() == "x"  # ran once
     assert result.note and "not cached" in result.note and "full" in result.note, result
+
+
+@pytest.mark.parametrize("case", ["blobs-cut-short", "blobs-gone"])
+def test_a_pytest_file_whose_blobs_a_power_loss_spoiled_runs(tmp_path: Path, case: str) -> None:
+    """Blobs are not synced (``memotest/store/blobs.py``): the record of a pytest file (its
+    code records, listings, log, test results) that outlives its blobs is no hit."""
+    root = _aged(
+        write_tree(
+            tmp_path / "p",
+            {
+                "pytest.ini": "[pytest]\n",
+                "lib.py": "def f():\n    return 1\n",
+                "tests/test_a.py": "import lib\n\ndef test_f():\n    assert lib.f() == 1\n",
+            },
+        )
+    )
+    name = "pytest:tests/test_a.py"
+    code, out, st = build_statuses(root, "--pytest")
+    assert st == {name: "passed"}, out
+    DAMAGE[case](root / ".memotest")
+    code, out, st = build_statuses(root, "--pytest")
+    assert "Traceback" not in out and code == 0, out
+    assert st == {name: "passed"}, out  # ran: never a hit on what cannot be verified
+    code, out, st = build_statuses(root, "--pytest")
+    assert st == {name: "cached"}, out

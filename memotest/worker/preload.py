@@ -48,8 +48,10 @@ def preload(names, mark):
 
 def imported_report(preloaded, had, where):
     """The modules this run imported from the interpreter's folders (``where``) beyond
-    those the worker ``had``: what the next worker may preload; and the packages of the
-    ``preloaded`` that the run's ``sys.path`` finds elsewhere (``shadowed``)."""
+    those the worker ``had``: what the next worker may preload (``hooked``: those an
+    import hook's loader made, such as pytest's rewriting, preloaded only under it); and
+    the packages of the ``preloaded`` that the run's ``sys.path`` finds elsewhere
+    (``shadowed``)."""
     import importlib.machinery
 
     kinds = (
@@ -58,6 +60,7 @@ def imported_report(preloaded, had, where):
         importlib.machinery.ExtensionFileLoader,
     )
     names = []
+    hooked = []  # loaded by an import hook's loader (pytest's rewriting)
     for name, module in list(sys.modules.items()):
         try:  # not getattr: a lazy module (importlib.util.LazyLoader) would load
             spec = object.__getattribute__(module, "__dict__").get("__spec__")
@@ -66,10 +69,14 @@ def imported_report(preloaded, had, where):
         origin = getattr(spec, "origin", None)
         if name in had or name in ("__main__", "__mp_main__") or not isinstance(origin, str):
             continue
+        if not os.path.normpath(origin).startswith(where):
+            continue
         loader = getattr(spec, "loader", None)
-        if type(loader) in kinds and os.path.normpath(origin).startswith(where):
+        if type(loader) in kinds:
             names.append(name)
-    return {"modules": names, "shadowed": shadowed(preloaded)}
+        elif origin.endswith(".py") and hasattr(loader, "exec_module"):
+            hooked.append(name)
+    return {"modules": names, "hooked": hooked, "shadowed": shadowed(preloaded)}
 
 
 def shadowed(preloaded):

@@ -1,9 +1,11 @@
 """The worker's start-up, and the loop that forks each run.
 
 ``sys.argv[1]`` is the start-up config (JSON): the ``modules`` to import, the modules to
-``preload`` and the ``mark`` of the preload, the ``shim`` to call, the ``executed``
-extension and the compiler ``tag`` it was built for, the ``readers`` table
-(``sections.py``) and the ``extensions`` (plugins' worker-side modules, by name).
+``preload`` and the ``mark`` of the preload, what a plugin ``prepare``s and the modules
+to import after that (``preload_prepared``: under the hooks it installed, as the runs
+would), the ``shim`` to call, the ``executed`` extension and the compiler ``tag`` it was
+built for, the ``readers`` table (``sections.py``) and the ``extensions`` (plugins'
+worker-side modules, by name).
 ``sys.argv[2]`` is ``listings`` when the runs report the folders they listed, the files
 only their readers opened and the code they executed. Messages are JSON lines: requests
 on fd 0, answers on fd 1: first whether the worker is ready, then for each request the
@@ -86,6 +88,15 @@ def main():
     runner = None
     if cfg.get("prepare") and not errors and not refused:
         runner = prepare(cfg["prepare"], errors)
+    after = frozenset()  # imported after the preparation, under the hooks it installed
+    prepared = {}  # what the plugins report of the preparation (pytest: what it marked)
+    if runner is not None and not errors and cfg.get("preload_prepared"):
+        before = set(sys.modules)
+        refused = preload(cfg["preload_prepared"], cfg["mark"])
+        after = frozenset(set(sys.modules) - before)
+    if runner is not None:
+        for part in extensions.each("report"):
+            prepared.update(part())
     where = roots()
     executed = load_executed(cfg)
     had = frozenset(sys.modules)  # a run reports what it imported beyond these
@@ -105,6 +116,8 @@ def main():
             "refused": refused,
             "roots": where,
             "preloaded": sorted(preloaded),
+            "prepared_preloaded": sorted(after),
+            "prepared": prepared,
             "views": views,
         }
     )
@@ -113,7 +126,7 @@ def main():
     gc.collect()
     gc.freeze()  # what is shared with the children stays shared
     job, memfd = serve()
-    return job, retarget, memfd, preloaded, had, where, executed, runner
+    return job, retarget, memfd, preloaded | after, had, where, executed, runner
 
 
 def prepare(what, errors):

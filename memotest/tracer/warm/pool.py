@@ -93,7 +93,10 @@ class WorkerPool:
                 if self.code_level and extension_path() is None:
                     self.note("Python files are whole: memotest/_executed is not built")
                 whole = self.book.whole_for(spec.cwd, spec.python)
-                worker = Worker(spec, self.work_root, preload, self.code_level, whole, self.config)
+                after = self.prepared_for(spec) if attempt < self.REFUSALS else ()
+                worker = Worker(
+                    spec, self.work_root, preload, self.code_level, whole, self.config, after
+                )
                 ok = worker.start()
                 if ok or not worker.refused:
                     break
@@ -123,6 +126,15 @@ class WorkerPool:
             return ()
         return self.book.modules_for(spec.cwd, spec.python, spec.modules)
 
+    def prepared_for(self, spec: WarmSpec) -> tuple[str, ...]:
+        """What a new worker for ``spec`` imports after its plugin prepared the runs
+        (nothing with preloading off or without a preparation)."""
+        if not spec.prepare or not self.preload:
+            return ()
+        if self._replaced.get(spec, 0) >= self.REPLACEMENTS:
+            return ()
+        return self.book.prepared_for(spec.cwd, spec.python, spec.modules)
+
     def learn(self, spec: WarmSpec, run: RemoteProcess) -> None:
         """Takes what a forked run reported for the next workers of its spec, and starts a
         re-warm when the current worker would preload too little of it (module doc)."""
@@ -138,26 +150,29 @@ class WorkerPool:
                 or self._rewarms.get(spec, 0) >= REWARMS
             ):
                 return
-        preload = self.preload_for(spec)
+        preload, after = self.preload_for(spec), self.prepared_for(spec)
         had = current.preloaded | set(current.preload)
-        if len([m for m in preload if m not in had]) < REWARM_MIN:
+        had |= current.preloaded_prepared | set(current.prepared_preload)
+        if len([m for m in (*preload, *after) if m not in had]) < REWARM_MIN:
             return
         with self._lock:
             if self._closed or self._rewarms.get(spec, 0) >= REWARMS:
                 return
             self._rewarms[spec] = self._rewarms.get(spec, 0) + 1
             thread = threading.Thread(
-                target=self._rewarm, args=(spec, current, preload), name="memotest-rewarm"
+                target=self._rewarm, args=(spec, current, preload, after), name="memotest-rewarm"
             )
             self._rewarming.append(thread)
         thread.start()
 
-    def _rewarm(self, spec: WarmSpec, old: Worker, preload: tuple[str, ...]) -> None:
+    def _rewarm(
+        self, spec: WarmSpec, old: Worker, preload: tuple[str, ...], after: tuple[str, ...]
+    ) -> None:
         """Starts a worker for ``spec`` that preloads ``preload``; it replaces ``old`` if
         that is still the current one and usable. One that refuses a module teaches the
         book and is dropped (the next build's worker leaves the module out)."""
         whole = self.book.whole_for(spec.cwd, spec.python)
-        worker = Worker(spec, self.work_root, preload, self.code_level, whole, self.config)
+        worker = Worker(spec, self.work_root, preload, self.code_level, whole, self.config, after)
         ok = worker.start()
         if not ok and worker.refused:
             self.book.refuse(spec.cwd, spec.python, [name for name, _ in worker.refused])

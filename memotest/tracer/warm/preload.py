@@ -17,9 +17,14 @@ What a preload may change, and what keeps it honest:
   preload adds inputs, never hides one: at worst a target re-runs when a library it did
   not import changes.
 * **Modules a run must import itself.** Names any run's report asked to import fresh
-  (``WarmReading.fresh``) are never preloaded; a run that finds one of the worker's
-  preloaded modules among them anyway reports it, and the runner runs that target again
-  as a fresh process.
+  (``WarmReading.fresh``: what pytest marks for rewriting) are never preloaded before
+  the runs' plugin hooks are in place; a run that finds one of the worker's preloaded
+  modules among them anyway reports it, and the runner runs that target again as a fresh
+  process. A worker whose plugin *prepares* its runs (a configured pytest session:
+  ``memotest_pytest/worker_side.py``) imports them after the preparation, under the hooks
+  it installed (``prepared_for``): rewritten as each run would rewrite them, so the runs
+  stop importing Hypothesis (74 modules) each again. One of them that the preparation
+  had not marked, and that a run marks, taints that run as above.
 * **Shadowing.** A run may put its own folders first on ``sys.path``: a module of the
   project may have the name of a preloaded one (``tests/helpers.py`` and an installed
   ``helpers``). A run whose ``sys.path`` finds a preloaded package elsewhere at its end
@@ -62,7 +67,12 @@ DENIED = frozenset({"readline", "rlcompleter", "antigravity", "this", "tkinter",
 @dataclass
 class _Hints:
     modules: dict[str, None] = field(default_factory=dict)  # ordered: import order
+    #: Refused or shadowed (``refuse``, ``learn``): never preloaded, by any worker.
     never: set[str] = field(default_factory=set)
+    #: What runs must import under their plugins' own hooks (``WarmReading.fresh``: what
+    #: pytest marked for rewriting): never preloaded before a plugin prepares the runs,
+    #: only after it (``prepared_for``).
+    fresh: set[str] = field(default_factory=set)
     #: The arguments (JSON) of runs whose files stay whole: not worth noting their code.
     whole: set[str] = field(default_factory=set)
     changed: bool = False
@@ -86,6 +96,7 @@ class PreloadBook:
             entry = _read(Path(cwd) / HINTS).get(python) or {}
             hints.modules = dict.fromkeys(str(m) for m in entry.get("modules", []))
             hints.never = {str(m) for m in entry.get("never", [])}
+            hints.fresh = {str(m) for m in entry.get("fresh", [])}
             hints.whole = {str(a) for a in entry.get("whole", [])}
             self._hints[key] = hints
         return hints
@@ -96,15 +107,30 @@ class PreloadBook:
         own (a module whose top-level name is a file or folder of ``cwd`` or ``cwd/src``:
         an installed copy of the project would otherwise make every target depend on all
         of it)."""
+        return self._select(cwd, python, own, prepared=False)
+
+    def prepared_for(self, cwd: str, python: str, own: tuple[str, ...]) -> tuple[str, ...]:
+        """What a worker whose plugin prepares its runs (``Target.prepare``) imports after
+        the preparation, under the hooks it installed (pytest's assertion rewriting): the
+        learned modules that runs had to import under those hooks (``fresh``), but the
+        refused, the shadowed and the project's own, as :meth:`modules_for`."""
+        return self._select(cwd, python, own, prepared=True)
+
+    def _select(
+        self, cwd: str, python: str, own: tuple[str, ...], prepared: bool
+    ) -> tuple[str, ...]:
         with self._lock:
             hints = self._get(cwd, python)
             names = list(hints.modules)
             never = frozenset(hints.never)
+            fresh = frozenset(hints.fresh)
         project: dict[str, bool] = {}
         out = []
         for name in names:
             top = name.split(".", 1)[0]
             if top in DENIED or name in own or marked(name, never):
+                continue
+            if marked(name, fresh) != prepared:
                 continue
             if top not in project:
                 project[top] = _in_project(cwd, top)
@@ -119,8 +145,11 @@ class PreloadBook:
         are preloaded again."""
         reading = read_report(report, self.config)
         modules = [m for m in report.get("modules", []) if isinstance(m, str)]
-        marks = set(reading.fresh)
-        marks |= {m for m in report.get("shadowed", []) if isinstance(m, str)}
+        fresh = set(reading.fresh)
+        # What an import hook's loader made counts only if a plugin says the runs must
+        # import it under its hooks (``prepared_for``): never a plain preload's.
+        hooked = [m for m in report.get("hooked", []) if isinstance(m, str)]
+        marks = {m for m in report.get("shadowed", []) if isinstance(m, str)}
         args = report.get("args")
         with self._lock:
             hints = self._get(cwd, python)
@@ -130,6 +159,10 @@ class PreloadBook:
             if not marks <= hints.never:
                 hints.never |= marks
                 hints.changed = True
+            if not fresh <= hints.fresh:
+                hints.fresh |= fresh
+                hints.changed = True
+            modules += [m for m in hooked if marked(m, hints.fresh)]
             for name in modules:
                 if name not in hints.modules and len(hints.modules) < MAX_MODULES:
                     hints.modules[name] = None
@@ -169,8 +202,10 @@ class PreloadBook:
                     break
                 modules.setdefault(name, None)
             never = sorted({*map(str, entry.get("never", [])), *hints.never})
+            fresh = sorted({*map(str, entry.get("fresh", [])), *hints.fresh})
             whole = sorted({*map(str, entry.get("whole", [])), *hints.whole})
-            data[python] = {"modules": list(modules), "never": never, "whole": whole}
+            data[python] = {"modules": list(modules), "never": never, "fresh": fresh}
+            data[python]["whole"] = whole
             _write(path, data)
 
 

@@ -34,6 +34,11 @@ class RemoteProcess:
         #: The worker's pid and trace folder, for the run's process watcher.
         self.owner = (worker.run.pid, worker.run.dir)
         self.preloaded = worker.preloaded
+        #: What the worker imported after its preparation but that the preparation had not
+        #: marked: under the hooks, but not as one marked (``preload.py``).
+        self.preloaded_unmarked = frozenset(
+            n for n in worker.preloaded_prepared if not marked(n, worker.prepared_fresh)
+        )
         self.config = worker.config
         #: What the run reported at its end: its ``args``, the ``modules`` it imported and
         #: the preloaded packages its ``sys.path`` would have found elsewhere
@@ -61,7 +66,8 @@ class RemoteProcess:
         if self._reading is None:
             self._reading = read_report(report, self.config)
         fresh = self._reading.fresh
-        imported = sorted(n for n in self.preloaded if fresh and marked(n, fresh))
+        preloaded = self.preloaded | self.preloaded_unmarked
+        imported = sorted(n for n in preloaded if fresh and marked(n, fresh))
         return [*imported, *map(str, report.get("shadowed") or ())]
 
     def lose(self) -> None:

@@ -32,6 +32,7 @@ from memotest.tracer.log import Event
 from memotest.tracer.log import read as read_log
 from memotest.tracer.warm.command import worker_argv
 from memotest.tracer.warm.preload import PRELOAD_MARK, project_reads
+from memotest.tracer.warm.reading import read_report
 from memotest.tracer.warm.remote import RemoteProcess
 from memotest.tracer.warm.spec import WarmSpec, WarmUnavailable
 from memotest.worker import codes
@@ -102,6 +103,7 @@ class Worker:
         code_level: bool = False,
         whole: frozenset[str] = frozenset(),
         config: Any = None,
+        prepared_preload: tuple[str, ...] = (),
     ) -> None:
         from memotest.tracer.run import TracedRun  # run.py imports this package
 
@@ -116,9 +118,13 @@ class Worker:
         #: whose arguments (JSON) are in ``whole`` (their files stay whole: ``preload.py``).
         self.code_level = code_level
         self.whole = whole
+        #: Imported after the plugin prepared the runs, under its hooks (``prepared_for``).
+        self.prepared_preload = prepared_preload if spec.prepare else ()
         self.refused: list[tuple[str, str]] = []
-        #: Every module the preload imported (its dependencies too).
+        #: Every module the preload imported (its dependencies too), the prepared preload's,
+        #: and what the preparation marked (to be imported fresh: ``reading.py``).
         self.preloaded: frozenset[str] = frozenset()
+        self.preloaded_prepared = self.prepared_fresh = frozenset[str]()
         self.dir = tempfile.mkdtemp(prefix="memotest-worker-", dir=work_root)
         tmp = os.path.join(self.dir, "tmp")
         os.mkdir(tmp)
@@ -128,6 +134,7 @@ class Worker:
             "modules": spec.modules,
             "prepare": list(spec.prepare),
             "preload": preload,
+            "preload_prepared": self.prepared_preload,
             "mark": PRELOAD_MARK,
             "shim": shim.shim_path(),
             "executed": extension_path() if code_level else None,
@@ -194,6 +201,9 @@ class Worker:
         events, self.refused = project_reads(events, self.spec.cwd, msg.get("roots") or [])
         events = own_folder_left_out(events, self.dir)
         self.preloaded = frozenset(msg.get("preloaded") or ())
+        self.preloaded_prepared = frozenset(msg.get("prepared_preloaded") or ())
+        if isinstance(prepared := msg.get("prepared"), dict) and prepared:
+            self.prepared_fresh = read_report(prepared, self.config).fresh
         if self.refused:
             self.why = "preloading {}: {}".format(*self.refused[0])
             return False
