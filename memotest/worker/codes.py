@@ -44,7 +44,11 @@ CO_VARARGS = 0x4
 CO_VARKEYWORDS = 0x8
 COMPREHENSIONS = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
 #: The instructions of a module body during which no Python code can run (the module's
-#: namespace is a dict): while one runs, nothing can read the frame's line number.
+#: namespace is a dict): while one runs, nothing can read the frame's line number. Two of
+#: them only in some places (:func:`_dropping`, :func:`_hashing`): ``STORE_NAME`` frees
+#: the value a name had (its ``__del__``, or C code that warns, like an unclosed file's,
+#: sees the frame), and ``BUILD_MAP``, ``BUILD_CONST_KEY_MAP`` hash their keys and free
+#: the values of equal keys.
 _QUIET = frozenset(
     {
         "NOP",
@@ -60,7 +64,7 @@ _QUIET = frozenset(
         "COPY",
         "SWAP",
         "BUILD_TUPLE",
-        "BUILD_MAP",
+        "BUILD_MAP",  # with constant keys: _hashing
         "BUILD_CONST_KEY_MAP",
         "POP_TOP",
         "EXTENDED_ARG",
@@ -80,6 +84,85 @@ QUIET_CLASS = _QUIET | {
 }
 
 
+#: Names the import system binds before a module's body runs: binding one again frees a
+#: value the body did not make.
+_PRESET = frozenset(
+    {"__name__", "__loader__", "__package__", "__spec__", "__path__", "__file__", "__cached__"}
+    | {"__builtins__"}
+)
+_STORES = ("STORE_NAME", "DELETE_NAME", "STORE_GLOBAL", "DELETE_GLOBAL")
+
+
+def _dropping(ins):
+    """The offsets of a module body's ``STORE_NAME`` instructions that can free a value:
+    a name bound more than once or deleted, bound in a loop, bound after ``import *``,
+    or bound by the import system before. Freeing a value runs its ``__del__`` or a
+    weakref's callback with the module's frame current, and C code that warns (an
+    unclosed file's ``ResourceWarning``) takes that frame's line.
+    ``tests/test_codelevel_quiet.py`` (``rebind_*``)."""
+    stores = {}
+    for i in ins:
+        if i.opname in _STORES:
+            stores[i.argval] = stores.get(i.argval, 0) + 1
+    loops = [
+        (i.argval, i.offset)
+        for i in ins
+        if "JUMP" in i.opname and isinstance(i.argval, int) and i.argval <= i.offset
+    ]
+    star = min((i.offset for i in ins if i.opname == "IMPORT_STAR"), default=None)
+    return {
+        i.offset
+        for i in ins
+        if i.opname == "STORE_NAME"
+        and (
+            stores[i.argval] != 1
+            or i.argval in _PRESET
+            or (star is not None and i.offset > star)
+            or any(start <= i.offset <= end for start, end in loops)
+        )
+    }
+
+
+def _hashing(ins, n):
+    """Whether ``ins[n]``, a dict display, can run code: ``BUILD_MAP`` hashes and compares
+    its keys (``__hash__``, ``__eq__`` of a key that is not a constant), and a key equal
+    to an earlier one frees that key's value (made on another line, it may be the last
+    reference). Quiet: constant keys, no two equal, values that are names or constants.
+    ``tests/test_codelevel_quiet.py`` (``dict_*``, ``class_dict_hash``)."""
+    i = ins[n]
+    if i.opname == "BUILD_CONST_KEY_MAP":
+        keys = ins[n - 1].argval if n and ins[n - 1].opname == "LOAD_CONST" else None
+        return not isinstance(keys, tuple) or len(set(keys)) != len(keys)
+    if i.opname != "BUILD_MAP":
+        return False
+    if not i.arg:
+        return False
+    before = [x for x in ins[:n] if x.opname != "EXTENDED_ARG"]
+    if 2 * i.arg > len(before):
+        return True
+    pushed = before[-2 * i.arg :]
+    keys = pushed[0::2]
+    if any(x.opname != "LOAD_CONST" for x in keys):
+        return True
+    if any(x.opname not in ("LOAD_CONST", "LOAD_NAME") for x in pushed[1::2]):
+        return True
+    values = [x.argval for x in keys]
+    return len(set(values)) != len(values)
+
+
+def loud_instructions(code, silent):
+    """The instructions of ``code`` during which code can run: those not in ``silent``
+    and, of those in it, the ``STORE_NAME`` of a module body that can free a value and
+    the dict displays that can hash or free one."""
+    ins = list(dis.get_instructions(code))
+    dropping = _dropping(ins) if code.co_name == "<module>" else ()
+    return [
+        i
+        for n, i in enumerate(ins)
+        if i.opname not in silent or i.offset in dropping or _hashing(ins, n)
+    ]
+
+
 def _loud_lines(code, quiet=None):
     """The line of every instruction of a body during which Python code can run (a call,
     an import, a class statement, an operator): a frame read then (``sys._getframe``,
@@ -92,8 +175,8 @@ def _loud_lines(code, quiet=None):
     skip = frozenset(quiet or ())
     return [
         (i.offset, i.positions.lineno if hasattr(i, "positions") else i.starts_line)
-        for i in dis.get_instructions(code)
-        if i.opname not in silent and i.offset not in skip
+        for i in loud_instructions(code, silent)
+        if i.offset not in skip
     ]
 
 
