@@ -58,13 +58,6 @@ MODULES = {
         "from pkg.readers import Twin\na, b = Twin(), Twin()\n#HERE\nD = {a: 1, b: 2}\n",
         "assert Twin.lines == [3]",
     ),
-    # A dict of one constant key whose value is dropped by a second, equal key: the value
-    # made on another line (a call, loud there) is freed at the display's line.
-    "dict_const_dup": (
-        "from pkg.readers import Dies\n#HERE\n"
-        "D = {\n    1: 0,\n    1.0: Dies(),\n    True: 2,\n}\n",
-        "assert Dies.line == 2",
-    ),
     # A set display hashes its items too.
     "set_hash": (
         "from pkg.readers import Key\nk = Key()\n#HERE\nS = {k}\n",

@@ -47,8 +47,7 @@ COMPREHENSIONS = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"
 #: namespace is a dict): while one runs, nothing can read the frame's line number. Two of
 #: them only in some places (:func:`_dropping`, :func:`_hashing`): ``STORE_NAME`` frees
 #: the value a name had (its ``__del__``, or C code that warns, like an unclosed file's,
-#: sees the frame), and ``BUILD_MAP``, ``BUILD_CONST_KEY_MAP`` hash their keys and free
-#: the values of equal keys.
+#: sees the frame), and ``BUILD_MAP`` hashes its keys.
 _QUIET = frozenset(
     {
         "NOP",
@@ -124,30 +123,21 @@ def _dropping(ins):
 
 
 def _hashing(ins, n):
-    """Whether ``ins[n]``, a dict display, can run code: ``BUILD_MAP`` hashes and compares
-    its keys (``__hash__``, ``__eq__`` of a key that is not a constant), and a key equal
-    to an earlier one frees that key's value (made on another line, it may be the last
-    reference). Quiet: constant keys, no two equal, values that are names or constants.
+    """Whether ``ins[n]`` is a ``BUILD_MAP`` that can run code: it hashes and compares its
+    keys (``__hash__``, ``__eq__`` of a key that is not a constant). Constant keys are
+    hashed and compared in C; a value freed by an equal key was made by an instruction
+    of the same display, on its line or after, which counts if it can run code.
     ``tests/test_codelevel_quiet.py`` (``dict_*``, ``class_dict_hash``)."""
     i = ins[n]
-    if i.opname == "BUILD_CONST_KEY_MAP":
-        keys = ins[n - 1].argval if n and ins[n - 1].opname == "LOAD_CONST" else None
-        return not isinstance(keys, tuple) or len(set(keys)) != len(keys)
-    if i.opname != "BUILD_MAP":
-        return False
-    if not i.arg:
+    if i.opname != "BUILD_MAP" or not i.arg:
         return False
     before = [x for x in ins[:n] if x.opname != "EXTENDED_ARG"]
     if 2 * i.arg > len(before):
         return True
     pushed = before[-2 * i.arg :]
-    keys = pushed[0::2]
-    if any(x.opname != "LOAD_CONST" for x in keys):
-        return True
-    if any(x.opname not in ("LOAD_CONST", "LOAD_NAME") for x in pushed[1::2]):
-        return True
-    values = [x.argval for x in keys]
-    return len(set(values)) != len(values)
+    return any(x.opname not in ("LOAD_CONST", "LOAD_NAME") for x in pushed) or any(
+        x.opname != "LOAD_CONST" for x in pushed[0::2]
+    )
 
 
 def loud_instructions(code, silent):
