@@ -42,6 +42,8 @@ import sys
 CO_OPTIMIZED = 0x1
 CO_VARARGS = 0x4
 CO_VARKEYWORDS = 0x8
+#: Generators, coroutines, async generators: a call makes a frame without running it.
+_SUSPENDS = 0x20 | 0x80 | 0x100 | 0x200
 COMPREHENSIONS = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
 #: The instructions of a module body during which no Python code can run (the module's
 #: namespace is a dict): while one runs, nothing can read the frame's line number. Two of
@@ -212,18 +214,110 @@ def interface(code):
     )
 
 
+def _operand(ins, end):
+    """The start of the instructions before ``ins[end]`` that push one operand of a
+    function being made, when they are of a form :func:`default_sites` reads: a constant,
+    or a tuple or a constant-keyed dict of constants and names; else None."""
+    if end < 0:
+        return None
+    i = ins[end]
+    if i.opname == "LOAD_CONST":
+        return end
+    n = i.arg + 1 if i.opname == "BUILD_CONST_KEY_MAP" else i.arg  # the keys' tuple first
+    if i.opname not in ("BUILD_TUPLE", "BUILD_CONST_KEY_MAP") or end < n:
+        return None
+    if any(x.opname not in ("LOAD_CONST", "LOAD_NAME") for x in ins[end - n : end]):
+        return None
+    return end - n
+
+
+def default_sites(code):
+    """The ``def`` statements of a body whose default values are constants:
+    ``[(function's code, {offset: shape})]``, the offsets of the instructions that load
+    those values (a tuple of positional defaults, each keyword-only default) and what of
+    each a call still sees without the function running (how many positional defaults
+    there are: a call that binds no longer raises ``TypeError``). Other defaults (names,
+    expressions), a closure, and a generator or coroutine function leave the statement
+    out."""
+    ins = [i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
+    out = []
+    for m, i in enumerate(ins):
+        if i.opname != "MAKE_FUNCTION":
+            continue
+        c = (
+            m - 2
+            if m > 1 and ins[m - 1].opname == "LOAD_CONST" and type(ins[m - 1].argval) is str
+            else m - 1
+        )
+        if c < 0 or ins[c].opname != "LOAD_CONST" or not hasattr(ins[c].argval, "co_code"):
+            continue
+        if ins[c].argval.co_flags & _SUSPENDS:
+            continue  # a call binds the defaults into a frame (gi_frame) before it runs
+        flags = i.arg or 0
+        for after in ins[m + 1 :]:  # Python 3.13: one instruction per operand
+            if after.opname != "SET_FUNCTION_ATTRIBUTE":
+                break
+            flags |= after.arg
+        if flags & 0x08 or not flags & 0x03:
+            continue
+        shapes, end = {}, c - 1
+        if flags & 0x04:  # the annotations: skipped
+            start = _operand(ins, end)
+            if start is None:
+                continue
+            end = start - 1
+        if flags & 0x02:
+            start = _operand(ins, end)
+            if start is None or ins[end].opname != "BUILD_CONST_KEY_MAP":
+                continue
+            values = ins[start : end - 1]
+            shapes.update((x.offset, "kwdefault") for x in values if x.opname == "LOAD_CONST")
+            end = start - 1
+        if flags & 0x01:
+            start = _operand(ins, end)
+            if start is None:
+                continue
+            if ins[end].opname == "LOAD_CONST" and type(ins[end].argval) is tuple:
+                shapes[ins[end].offset] = f"defaults:{len(ins[end].argval)}"
+        if shapes:
+            out.append((ins[c].argval, shapes))
+    return out
+
+
+def _listing(code, unseen):
+    """The instructions of a body, each constant by its value but the default values a
+    run vouched no one saw (``unseen``: :func:`default_sites` offsets), by their shape."""
+    shapes = {}
+    for _code, sites in default_sites(code):
+        shapes.update(sites)
+    out = []
+    for i in dis.get_instructions(code):
+        if i.opname == "EXTENDED_ARG":
+            continue
+        if i.offset in unseen and i.offset in shapes:
+            out.append(i.opname + ":" + shapes[i.offset])
+        elif i.opcode in dis.hasconst:
+            out.append(i.opname + ":" + _const(i.argval, interface))
+        else:
+            out.append(i.opname + ":" + repr(i.arg))
+    return "\n".join(out)
+
+
 def digest(code, lines, quiet=None):
     """The digest of one code object: nested code objects count by their interface only;
-    ``lines`` says whether its line numbers count (``quiet``: see :func:`_loud_lines`)."""
+    ``lines`` says whether its line numbers count (``quiet``: see :func:`_loud_lines`;
+    its negative entries, ``-1 - offset``, are default values no one saw:
+    :func:`default_sites`, ``code_watch.unseen_defaults``)."""
+    unseen = {-1 - x for x in quiet or () if x < 0}
     parts = [
         interface(code),
-        code.co_code.hex(),
+        code.co_code.hex() if not unseen else _listing(code, unseen),
         repr(code.co_names),
         repr(code.co_varnames),
         repr(code.co_cellvars),
         repr(code.co_stacksize),
         getattr(code, "co_exceptiontable", b"").hex(),
-        _const(code.co_consts, interface),
+        _const(code.co_consts, interface) if not unseen else "",
     ]
     if lines:
         parts.append(repr(code.co_firstlineno))
