@@ -10,7 +10,8 @@ that process, what the run's result can depend on is not every byte of the file 
   a log record shows them),
 * and of every function that did not run, what can be seen without running it: its name,
   qualified name, argument names and counts, flags and docstring (``inspect.signature``,
-  ``click``'s help texts).
+  ``click``'s help texts), and its default values, unless the run vouched that nothing
+  saw them (``defaults_seen.py``: then only how many there are, :func:`default_sites`).
 
 Line numbers of module and class bodies count where a program can see them: a frame's
 line is read (``sys._getframe().f_lineno``, ``inspect.currentframe()``, logging's
