@@ -66,6 +66,8 @@ Run::
     python benchmarks/replay.py                    # every project, 10 releases each
     python benchmarks/replay.py --quick            # 2 projects x 3 releases (smoke run)
     python benchmarks/replay.py --projects structlog --revisions 4
+    python benchmarks/replay.py --projects keystoneauth1 --lanes retest,pytest,j1,j2 \
+        --out /tmp/ks.json --plot /tmp/ks.png    # files re-run and agreement only
 
 ``--quick`` writes ``benchmarks/results/replay-quick.json`` and ``.bench/replay-quick.png``
 so that a smoke run never overwrites the figures of a full run. Exit status 0 when there is
