@@ -66,6 +66,8 @@ Run::
     python benchmarks/replay.py                    # every project, 10 releases each
     python benchmarks/replay.py --quick            # 2 projects x 3 releases (smoke run)
     python benchmarks/replay.py --projects structlog --revisions 4
+    python benchmarks/replay.py --projects keystoneauth1 --lanes retest,pytest,j1,j2 \
+        --out /tmp/ks.json --plot /tmp/ks.png    # files re-run and agreement only
 
 ``--quick`` writes ``benchmarks/results/replay-quick.json`` and ``.bench/replay-quick.png``
 so that a smoke run never overwrites the figures of a full run. Exit status 0 when there is
@@ -371,6 +373,13 @@ PROJECTS: dict[str, Project] = {
 LANES = ("retest", "pytest", "xdist", "j1", "j2", "sel", "testmon")
 #: The memotest lanes: their build flags.
 BUILDS = {"j1": ["-j1"], "j2": ["-j2"], "sel": ["-j2", "--select", "tests"]}
+#: The lanes every run has (the summary's selection, agreement and ratios need them); the
+#: others can be left out (``--lanes``) for a quicker run that answers "which files re-ran,
+#: and did any outcome differ".
+REQUIRED_LANES = ("retest", "pytest", "j1", "j2")
+#: The lanes this run has (``--lanes``).
+SELECTED = set(LANES)
+NAN = {"wall": float("nan")}
 #: What every ratio is to: one-process pytest, the user's own command. Results files from
 #: before that lane have RetestAll instead (``base``).
 BASE = "pytest"
@@ -1013,7 +1022,11 @@ def summarize(revs: list[dict]) -> dict:
         [r["sel"]["tests_run"] / r["sel"]["tests"] for r in rest if r.get("sel", {}).get("tests")]
     )
     s["selection_testmon"] = mean(
-        [min(1.0, r["testmon"]["tests_run"] / max(1, r["tests_total"])) for r in rest]
+        [
+            min(1.0, r["testmon"]["tests_run"] / max(1, r["tests_total"]))
+            for r in rest
+            if "testmon" in r
+        ]
     )
     # A revision where memotest refused to build (exit 2: pytest could not collect a file)
     # ran nothing; its time says nothing about selection, so the ratios leave it out (for
@@ -1119,7 +1132,7 @@ def summarize(revs: list[dict]) -> dict:
             "testmon_only": sorted(set(r["testmon"]["failed"]) - set(r["retest"]["failed"])),
         }
         for r in revs
-        if set(r["retest"]["failed"]) != set(r["testmon"]["failed"])
+        if "testmon" in r and set(r["retest"]["failed"]) != set(r["testmon"]["failed"])
     ]
     return s
 
@@ -1140,7 +1153,8 @@ def print_tables(results: dict) -> None:
     nan = {"wall": float("nan")}
     for name, p in results["projects"].items():
         for r in p["revisions"]:
-            j1, j2, tm = r["j1"], r["j2"], r["testmon"]
+            j1, j2 = r["j1"], r["j2"]
+            tm = r.get("testmon") or {"wall": float("nan"), "tests_run": 0}
             sel = r.get("sel") or {"wall": float("nan"), "tests_run": 0, "tests": 0}
             dis = sum(
                 1 for k in ("j1", "j2") for d in r["agreement"][k] if d["kind"] != "extra-failure"
@@ -1173,10 +1187,10 @@ def print_tables(results: dict) -> None:
             f"{name:<10} {s['revisions']:>4} {s['test_files'][0]:>3}-{s['test_files'][1]:<3} "
             f"{fmt(s['selection_j1'], True):>12} {fmt(s['selection_testmon'], True):>13} "
             f"{fmt(first.get('xdist')):>6} {fmt(first['j1']):>7} {fmt(first['j2']):>7} "
-            f"{fmt(first['testmon']):>6} {fmt(s.get('ratio_retest')):>9} "
+            f"{fmt(first.get('testmon')):>6} {fmt(s.get('ratio_retest')):>9} "
             f"{fmt(s.get('ratio_xdist')):>5} {fmt(s['ratio_j1']):>5} {fmt(s['ratio_j2']):>5} "
             f"{fmt(s.get('ratio_sel')):>5} "
-            f"{fmt(s['ratio_testmon']):>7} {len(s['disagreements']):>8}"
+            f"{fmt(s.get('ratio_testmon')):>7} {len(s['disagreements']):>8}"
         )
     log(
         "\nWhy memotest -j1 re-ran targets after the first revision (a re-run counts once "
@@ -1297,7 +1311,7 @@ def replay(project: Project, versions: list[str]) -> dict:
     py = str(venv_path / "bin" / "python")
     work = WORK / project.name
     shutil.rmtree(work, ignore_errors=True)
-    lanes = {k: Lane(work / k) for k in LANES}
+    lanes = {k: Lane(work / k) for k in LANES if k in SELECTED}
     for lane in lanes.values():
         lane.root.mkdir(parents=True)
     revs = []
@@ -1334,31 +1348,41 @@ def replay(project: Project, versions: list[str]) -> dict:
             py, lanes["retest"].root, col["files"], envs["retest"], logs
         )
         for key, workers in (("pytest", 0), ("xdist", 2)):
+            if key not in lanes:
+                continue
             rev[key] = pytest_lane(py, lanes[key].root, project.tests, envs[key], logs, workers)
         rev["causes"] = attribute(py, lanes["j1"].root, diff, envs["j1"], project)
         rev["tests"] = {}
         for key in BUILDS:
+            if key not in lanes:
+                continue
             rev[key], per_test = memotest_build(
                 venv_path, lanes[key].root, project.tests, key, envs[key], logs
             )
             rev["tests"][key] = replay_tests.compare(
                 alone, rev["pytest"]["failing_tests"], per_test
             )
-        rev["testmon"] = testmon(py, lanes["testmon"].root, project.tests, envs["testmon"], logs)
+        if "testmon" in lanes:
+            rev["testmon"] = testmon(
+                py, lanes["testmon"].root, project.tests, envs["testmon"], logs
+            )
         rev["tests_total"] = col["tests"]
-        rev["agreement"] = {k: agreement(rev["retest"], rev[k]) for k in BUILDS}
-        rev["order"] = {k: order_differences(rev["retest"], rev[k]) for k in ("pytest", "xdist")}
+        rev["agreement"] = {k: agreement(rev["retest"], rev[k]) for k in BUILDS if k in rev}
+        rev["order"] = {
+            k: order_differences(rev["retest"], rev[k]) for k in ("pytest", "xdist") if k in rev
+        }
         rev["loadavg"] = os.getloadavg()
         dis = sum(
             1 for k in ("j1", "j2") for d in rev["agreement"][k] if d["kind"] != "extra-failure"
         )
+        tm = rev.get("testmon", {"wall": float("nan"), "tests_run": "-"})
         log(
             f"  {version:<8} changed {len(rev['release_changed']):>3} files | RetestAll "
             f"{rev['retest']['wall']:5.1f}s ({len(rev['retest']['failed'])} failing) | pytest "
-            f"{rev['pytest']['wall']:5.1f}s | -n 2 {rev['xdist']['wall']:5.1f}s | -j1 "
+            f"{rev['pytest']['wall']:5.1f}s | -n 2 {rev.get('xdist', NAN)['wall']:5.1f}s | -j1 "
             f"{rev['j1']['wall']:5.1f}s {rev['j1']['ran']}/{rev['j1']['total']} | -j2 "
             f"{rev['j2']['wall']:5.1f}s {rev['j2']['ran']}/{rev['j2']['total']} | testmon "
-            f"{rev['testmon']['wall']:5.1f}s {rev['testmon']['tests_run']} tests | "
+            f"{tm['wall']:5.1f}s {tm['tests_run']} tests | "
             f"disagreements {dis} | load {rev['loadavg'][0]:.1f}"
         )
         revs.append(rev)
@@ -1426,6 +1450,13 @@ def main() -> int:
         "recompute the summaries, print the tables and redraw the plot",
     )
     ap.add_argument("--plot", type=Path, default=None, help="the PNG plot")
+    ap.add_argument(
+        "--lanes",
+        default=",".join(LANES),
+        help=f"the lanes to run, comma-separated, among {','.join(LANES)} (default: all; "
+        f"{','.join(REQUIRED_LANES)} always run): a quicker run for the files re-run and "
+        "the agreement check",
+    )
     args = ap.parse_args()
     names = [n for arg in args.projects or [] for n in arg.split(",") if n]
     names = names or list(QUICK_PROJECTS if args.quick else DEFAULT_PROJECTS)
@@ -1438,6 +1469,13 @@ def main() -> int:
     BENCH.mkdir(exist_ok=True)
     global LOGS
     LOGS = BENCH / "logs" / out.stem
+    lanes = {k for k in args.lanes.split(",") if k}
+    if lanes - set(LANES):
+        ap.error(
+            f"unknown lane(s) {', '.join(sorted(lanes - set(LANES)))}; known: {', '.join(LANES)}"
+        )
+    SELECTED.clear()
+    SELECTED.update(lanes | set(REQUIRED_LANES))
     if args.resummarize:
         return resummarize(out, png)
     started = time.time()

@@ -104,11 +104,13 @@ def test_without_code_noting_every_importer_runs_again(tmp_path):
 
 def test_what_is_seen_without_running_counts(tmp_path):
     """A run depends on every name, signature, docstring and module-level value of a file
-    it imported, whether or not it called the function."""
+    it imported, whether or not it called the function; not on the value of a default
+    that nothing read (``tests/test_codelevel_defaults.py``)."""
     proj = project(tmp_path, USES)
     built(proj)
+    edit(proj, "def unused(x, y=2):", "def unused(x, y=3):")
+    assert built(proj) == {A: "cached", B: "cached"}
     for old, new in [
-        ("def unused(x, y=2):", "def unused(x, y=3):"),  # a default: module-level code
         ("def unused(x, y=3):", "def unused(x, z=3):"),  # an argument's name
         ('"""Adds."""', '"""Adds two."""'),  # a docstring
         ("LIMIT = 3", "LIMIT = 4"),  # a module-level value

@@ -166,6 +166,10 @@ DEF_READERS = {
         "def h(x, y=2):",
         "def h(x, z=2):",
     ),
+    # The docstring copied by property, in C.
+    "property": ("assert property(a.f).__doc__ == 'Adds one.'", '"""Adds one."""', '"""Adds 1."""'),
+    # Annotations read as they are: no audit event.
+    "annotations": ("assert a.k.__annotations__ == {'x': int}", "def k(x: int):", "def k(x: str):"),
     # Annotations, read by typing.
     "hints": (
         "import typing\n    assert typing.get_type_hints(a.k) == {'x': int}",

@@ -22,7 +22,7 @@ Standard library only, Python 3.10 syntax: it runs in the worker
 import dis
 import sys
 
-from .codes import _QUIET, QUIET_CLASS, qualname
+from .codes import _QUIET, QUIET_CLASS, _hashing, qualname
 
 #: What a class statement's bases and keywords may be made of: names and attributes.
 _EXPRESSION = frozenset({"LOAD_NAME", "LOAD_ATTR", "KW_NAMES", "PRECALL", "NOP", "EXTENDED_ARG"})
@@ -165,6 +165,8 @@ def _body_offsets(body, cls, namespace, metas):
         raise LookupError(name)
 
     ins = list(dis.get_instructions(body))
+    if any(_hashing(ins, n) for n in range(len(ins))):
+        return None  # a key's __hash__ or __eq__, a value freed: code at the statement's line
     out, start = [], 0
     for end, i in enumerate(ins):
         if i.opname not in ("STORE_NAME", "RETURN_VALUE", "RETURN_CONST"):

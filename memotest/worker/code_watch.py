@@ -18,7 +18,7 @@ it (``dis``, ``numba``, ``inspect.signature``) counts as run.
 import os
 import sys
 
-from . import audit, class_lines, extensions
+from . import audit, class_lines, defaults_seen, extensions
 from .codes import check, qualname
 from .interpreter import threads
 from .monitored import Monitored
@@ -67,14 +67,22 @@ def load_executed(cfg):
 
 
 def on_code_read(args, frame):
-    """The watcher of ``object.__getattr__``: a function's ``__code__`` read."""
-    if len(args) != 2 or args[1] != "__code__" or WITHIN:
+    """The watcher of ``object.__getattr__``: a function's ``__code__`` read, its
+    defaults read, a frame's code read."""
+    if len(args) != 2 or WITHIN:
+        return
+    name = args[1]
+    if name not in ("__code__", "__defaults__", "__kwdefaults__", "f_code"):
         return
     WITHIN.append(True)
     try:
-        INSPECTED.append(args[0].__code__)
+        if name == "__code__":
+            INSPECTED.append(args[0].__code__)
+        else:
+            defaults_seen.read(name, args[0])
     except Exception:
-        pass
+        if name != "__code__":
+            defaults_seen.GC_READ.append(True)  # not told apart: no default goes unseen
     finally:
         WITHIN.clear()
 
@@ -192,6 +200,8 @@ def watch_code():
     )
     os.stat, os.lstat = noting(os.stat), noting(os.lstat)
     audit.watch("object.__getattr__", on_code_read)
+    for event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents"):
+        audit.watch(event, lambda args, frame: WITHIN or defaults_seen.GC_READ.append(True))
     audit.watch("open", on_open)
     os.register_at_fork(before=lambda: FORKED.append(True))
 
@@ -298,6 +308,8 @@ def quiet_classes(codes, namespaces):
             except Exception:
                 continue
             out.update((id(c), offsets) for c, offsets in found.items())
+        for code, unseen in defaults_seen.unseen(codes, namespaces).items():
+            out[id(code)] = [*out.get(id(code), ()), *(-1 - x for x in unseen)]
     finally:
         WITHIN.clear()
     return out
