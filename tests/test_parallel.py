@@ -126,12 +126,12 @@ def test_first_parallel_run_detects_hazards_reruns_and_learns(planted):
     assert ("h", "i") not in kinds and ("f", "g") not in kinds
 
 
-def test_planted_suite_twenty_times_at_j4_never_fails(planted):
+def test_planted_suite_eight_times_at_j4_never_fails(planted):
     root, stamps = planted
     build(root, "-j", "4")  # first run: learns the edges from the traces
     (root / "shared.log").unlink()  # it interleaved in that first, unscheduled run
     overlaps = 0
-    for _ in range(20):
+    for _ in range(8):  # a missing edge shows in most runs (a sleeps before it writes)
         code, out, data = build(root, "-j", "4", "--force")
         assert code == 0, out
         assert not data["hazards"], data["hazards"]
@@ -142,7 +142,7 @@ def test_planted_suite_twenty_times_at_j4_never_fails(planted):
         )
         overlaps += h0 < i1 and i0 < h1
     log_is_not_interleaved(root)
-    assert overlaps >= 15  # independent targets do run side by side
+    assert overlaps >= 6  # independent targets do run side by side
 
 
 def test_graph_dot_names_the_path(planted):

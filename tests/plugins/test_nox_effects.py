@@ -126,13 +126,15 @@ def _online(folder: Path) -> bool:
 
 @pytest.mark.skipif(importlib.util.find_spec("virtualenv") is None, reason="no virtualenv")
 def test_coverage_session_passes_on_every_run_and_never_erases_by_replay(tmp_path):
-    if not _online(tmp_path / "dl"):
+    downloads = tmp_path / "dl"
+    if not _online(downloads):
         pytest.skip("PyPI is not reachable: the session installs coverage from it")
     root = write_tree(
         tmp_path / "proj",
         {"noxfile.py": COVERAGE_NOXFILE, "lib.py": LIB, "check.py": CHECK, "full.txt": ""},
     )
-    env = environ(PIP_NO_INDEX="0")
+    # Each run's fresh venv installs coverage from the wheel just downloaded, not the index.
+    env = environ(PIP_NO_INDEX="1", PIP_FIND_LINKS=str(downloads))
     for run in (1, 2, 3):
         code, out = nox(root, "-s", "tests", env=env)
         assert code == 0, f"run {run}:\n{out}"
