@@ -1,0 +1,126 @@
+"""Python's yes-or-no path probes are untimed (``memotest/worker/untimed.py``): a file a
+pytest run only asked "is it there, is it a file" about is out of the modification-time
+order, so a checkout that writes it in another clock tick does not re-run the run.
+
+The attacks come first: pytest targets (in the warm worker, under the real shim) that
+obtain two project files' mtimes through each Python entry point that hands them back, or
+that probe a file and then stat it for its time, or that run a shell's ``test -nt``: a
+flip of the order must re-run each. Then the narrowing: a target that only probes the same
+two files replays after the same flip. (``-p no:benchmark``: pytest-benchmark, in this venv,
+makes ``.benchmarks`` in the first run.)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import build_statuses
+
+HOUR = 3_600 * 10**9
+
+TOML = """
+[settings]
+pass_env = ["PATH", "HOME", "LANG", "PYTHON*"]
+
+[targets.unit]
+foreach = "tests/test_*.py"
+command = "python -m pytest -q -p no:cacheprovider -p no:benchmark {path}"
+"""
+
+#: Each body is a test of ``tests/test_it.py`` that passes while ``gen`` is newer than
+#: ``src`` (both files of the project, an hour apart) and fails once ``src`` is newer.
+ATTACKS = {
+    "getmtime": "assert os.path.getmtime('gen') > os.path.getmtime('src')",
+    "path-stat": "assert Path('gen').stat().st_mtime > Path('src').stat().st_mtime",
+    "os-stat": "assert os.stat('gen').st_mtime_ns > os.stat('src').st_mtime_ns",
+    # a probe first (recorded untimed), then a stat of the same files for their times
+    "probe-then-stat": (
+        "assert os.path.exists('gen') and Path('src').is_file()\n"
+        "    assert os.stat('gen').st_mtime_ns > os.stat('src').st_mtime_ns"
+    ),
+    "stat-then-probe": (
+        "newer = os.stat('gen').st_mtime_ns > os.stat('src').st_mtime_ns\n"
+        "    assert os.path.isfile('gen') and Path('src').exists() and newer"
+    ),
+    # a probe's stat and a comparison's in one call: a shell's, in a child of the worker
+    "shell-test-nt": (
+        "assert os.path.exists('gen') and os.path.exists('src')\n"
+        "    assert subprocess.run(['sh', '-c', 'test gen -nt src']).returncode == 0"
+    ),
+    # another thread probes the files over and over while this one compares their times
+    "threads": (
+        "stop = []\n"
+        "    def probe():\n"
+        "        while not stop:\n"
+        "            os.path.exists('gen'), Path('src').is_file()\n"
+        "    t = threading.Thread(target=probe); t.start()\n"
+        "    try:\n"
+        "        assert os.lstat('gen').st_mtime_ns > os.lstat('src').st_mtime_ns\n"
+        "    finally:\n"
+        "        stop.append(1); t.join()"
+    ),
+}
+
+#: Only probes of the two files: their order is nowhere in what the test could decide by.
+PROBES = (
+    "assert os.path.exists('gen') and os.path.isfile('src') and not os.path.isdir('gen')\n"
+    "    assert Path('gen').is_file() and Path('src').exists() and not Path('src').is_dir()\n"
+    "    assert not os.path.islink('gen') and os.path.lexists('src')\n"
+    "    assert not Path('gen').is_symlink() and not os.path.samefile('gen', 'src')"
+)
+
+
+def project(root: Path, body: str) -> Path:
+    """``gen`` an hour older than now, ``src`` two: ``gen`` is the newer."""
+    (root / "tests").mkdir(parents=True)
+    (root / "memotest.toml").write_text(TOML)
+    (root / "tests" / "test_it.py").write_text(
+        "import os, subprocess, threading\nfrom pathlib import Path\n\n\n"
+        f"def test_it():\n    {body}\n"
+    )
+    for name, age in (("src", 2 * HOUR), ("gen", HOUR)):
+        (root / name).write_text(name + "\n")
+        now = time.time_ns()
+        os.utime(root / name, ns=(now - age, now - age))
+    return root
+
+
+def flip(root: Path) -> None:
+    """Makes ``src`` the newer, content kept."""
+    now = time.time_ns() - HOUR // 2
+    os.utime(root / "src", ns=(now, now))
+
+
+def env() -> dict[str, str]:
+    out = dict(os.environ)
+    out["PATH"] = os.path.dirname(sys.executable) + os.pathsep + out.get("PATH", "")
+    return out
+
+
+def statuses(root: Path) -> dict[str, str]:
+    _code, out, got = build_statuses(root, env=env())
+    assert got, out
+    return got
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_a_comparison_of_times_in_a_pytest_run_reruns_when_the_order_flips(tmp_path, name):
+    root = project(tmp_path / "p", ATTACKS[name])
+    assert statuses(root) == {"unit:tests/test_it.py": "passed"}
+    assert statuses(root) == {"unit:tests/test_it.py": "cached"}
+    flip(root)
+    assert statuses(root) == {"unit:tests/test_it.py": "failed"}
+
+
+def test_a_run_that_only_probes_the_files_replays_when_their_order_flips(tmp_path):
+    root = project(tmp_path / "p", PROBES)
+    assert statuses(root) == {"unit:tests/test_it.py": "passed"}
+    assert statuses(root) == {"unit:tests/test_it.py": "cached"}
+    flip(root)
+    assert statuses(root) == {"unit:tests/test_it.py": "cached"}
+    (root / "gen").unlink()  # what the probes did see is still held
+    assert statuses(root) == {"unit:tests/test_it.py": "failed"}
