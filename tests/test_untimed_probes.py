@@ -6,8 +6,7 @@ The attacks come first: pytest targets (in the warm worker, under the real shim)
 obtain two project files' mtimes through each Python entry point that hands them back, or
 that probe a file and then stat it for its time, or that run a shell's ``test -nt``: a
 flip of the order must re-run each. Then the narrowing: a target that only probes the same
-two files replays after the same flip. (``-p no:benchmark``: pytest-benchmark, in this venv,
-makes ``.benchmarks`` in the first run.)
+two files replays after the same flip.
 """
 
 from __future__ import annotations
@@ -25,11 +24,9 @@ HOUR = 3_600 * 10**9
 TOML = """
 [settings]
 pass_env = ["PATH", "HOME", "LANG", "PYTHON*"]
-
-[targets.unit]
-foreach = "tests/test_*.py"
-command = "python -m pytest -q -p no:cacheprovider -p no:benchmark {path}"
 """
+#: ``--pytest`` targets: forked from the warm worker, where the probes are untimed.
+NAME = "pytest:tests/test_it.py"
 
 #: Each body is a test of ``tests/test_it.py`` that passes while ``gen`` is newer than
 #: ``src`` (both files of the project, an hour apart) and fails once ``src`` is newer.
@@ -78,6 +75,7 @@ def project(root: Path, body: str) -> Path:
     """``gen`` an hour older than now, ``src`` two: ``gen`` is the newer."""
     (root / "tests").mkdir(parents=True)
     (root / "memotest.toml").write_text(TOML)
+    (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:benchmark\n")
     (root / "tests" / "test_it.py").write_text(
         "import os, subprocess, threading\nfrom pathlib import Path\n\n\n"
         f"def test_it():\n    {body}\n"
@@ -102,7 +100,7 @@ def env() -> dict[str, str]:
 
 
 def statuses(root: Path) -> dict[str, str]:
-    _code, out, got = build_statuses(root, env=env())
+    _code, out, got = build_statuses(root, "--pytest", "tests", env=env())
     assert got, out
     return got
 
@@ -110,17 +108,17 @@ def statuses(root: Path) -> dict[str, str]:
 @pytest.mark.parametrize("name", sorted(ATTACKS))
 def test_a_comparison_of_times_in_a_pytest_run_reruns_when_the_order_flips(tmp_path, name):
     root = project(tmp_path / "p", ATTACKS[name])
-    assert statuses(root) == {"unit:tests/test_it.py": "passed"}
-    assert statuses(root) == {"unit:tests/test_it.py": "cached"}
+    assert statuses(root) == {NAME: "passed"}
+    assert statuses(root) == {NAME: "cached"}
     flip(root)
-    assert statuses(root) == {"unit:tests/test_it.py": "failed"}
+    assert statuses(root) == {NAME: "failed"}
 
 
 def test_a_run_that_only_probes_the_files_replays_when_their_order_flips(tmp_path):
     root = project(tmp_path / "p", PROBES)
-    assert statuses(root) == {"unit:tests/test_it.py": "passed"}
-    assert statuses(root) == {"unit:tests/test_it.py": "cached"}
+    assert statuses(root) == {NAME: "passed"}
+    assert statuses(root) == {NAME: "cached"}
     flip(root)
-    assert statuses(root) == {"unit:tests/test_it.py": "cached"}
+    assert statuses(root) == {NAME: "cached"}
     (root / "gen").unlink()  # what the probes did see is still held
-    assert statuses(root) == {"unit:tests/test_it.py": "failed"}
+    assert statuses(root) == {NAME: "failed"}
