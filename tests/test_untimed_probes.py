@@ -25,8 +25,19 @@ TOML = """
 [settings]
 pass_env = ["PATH", "HOME", "LANG", "PYTHON*"]
 """
-#: ``--pytest`` targets: forked from the warm worker, where the probes are untimed.
-NAME = "pytest:tests/test_it.py"
+#: How the test file runs: a ``--pytest`` target, forked from the warm worker (its probes
+#: untimed from the worker's start); or a targets file's plain ``python -m pytest``
+#: command, a fresh process (its probes untimed from ``memotest_walk``'s import on:
+#: ``plugins/memotest_pytest/plain.py``).
+HOW = {
+    "warm": ("pytest:tests/test_it.py", ("--pytest", "tests")),
+    "plain": ("unit:tests/test_it.py", ()),
+}
+PLAIN = """
+[targets.unit]
+foreach = "tests/test_*.py"
+command = "python -m pytest -q {path}"
+"""
 
 #: Each body is a test of ``tests/test_it.py`` that passes while ``gen`` is newer than
 #: ``src`` (both files of the project, an hour apart) and fails once ``src`` is newer.
@@ -71,10 +82,10 @@ PROBES = (
 )
 
 
-def project(root: Path, body: str) -> Path:
+def project(root: Path, body: str, how: str) -> Path:
     """``gen`` an hour older than now, ``src`` two: ``gen`` is the newer."""
     (root / "tests").mkdir(parents=True)
-    (root / "memotest.toml").write_text(TOML)
+    (root / "memotest.toml").write_text(TOML + (PLAIN if how == "plain" else ""))
     (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:benchmark\n")
     (root / "tests" / "test_it.py").write_text(
         "import os, subprocess, threading\nfrom pathlib import Path\n\n\n"
@@ -99,26 +110,33 @@ def env() -> dict[str, str]:
     return out
 
 
-def statuses(root: Path) -> dict[str, str]:
-    _code, out, got = build_statuses(root, "--pytest", "tests", env=env())
+def statuses(root: Path, how: str) -> dict[str, str]:
+    _code, out, got = build_statuses(root, *HOW[how][1], env=env())
     assert got, out
     return got
 
 
-@pytest.mark.parametrize("name", sorted(ATTACKS))
-def test_a_comparison_of_times_in_a_pytest_run_reruns_when_the_order_flips(tmp_path, name):
-    root = project(tmp_path / "p", ATTACKS[name])
-    assert statuses(root) == {NAME: "passed"}
-    assert statuses(root) == {NAME: "cached"}
-    flip(root)
-    assert statuses(root) == {NAME: "failed"}
+#: The warm runs try every attack; the plain ones the main entry points.
+CASES = [(name, "warm") for name in sorted(ATTACKS)] + [
+    (name, "plain") for name in ("getmtime", "os-stat", "probe-then-stat", "shell-test-nt")
+]
 
 
-def test_a_run_that_only_probes_the_files_replays_when_their_order_flips(tmp_path):
-    root = project(tmp_path / "p", PROBES)
-    assert statuses(root) == {NAME: "passed"}
-    assert statuses(root) == {NAME: "cached"}
+@pytest.mark.parametrize(("name", "how"), CASES)
+def test_a_comparison_of_times_in_a_pytest_run_reruns_when_the_order_flips(tmp_path, name, how):
+    root, name = project(tmp_path / "p", ATTACKS[name], how), HOW[how][0]
+    assert statuses(root, how) == {name: "passed"}
+    assert statuses(root, how) == {name: "cached"}
     flip(root)
-    assert statuses(root) == {NAME: "cached"}
+    assert statuses(root, how) == {name: "failed"}
+
+
+@pytest.mark.parametrize("how", sorted(HOW))
+def test_a_run_that_only_probes_the_files_replays_when_their_order_flips(tmp_path, how):
+    root, name = project(tmp_path / "p", PROBES, how), HOW[how][0]
+    assert statuses(root, how) == {name: "passed"}
+    assert statuses(root, how) == {name: "cached"}
+    flip(root)
+    assert statuses(root, how) == {name: "cached"}
     (root / "gen").unlink()  # what the probes did see is still held
-    assert statuses(root) == {NAME: "failed"}
+    assert statuses(root, how) == {name: "failed"}

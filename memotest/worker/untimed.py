@@ -55,13 +55,11 @@ def shim_scope():
     try:
         import ctypes
 
-        # PyDLL: the call keeps the GIL (it takes nanoseconds), cheaper than CDLL's.
-        scope = ctypes.PyDLL(None).memotest_shim_untimed
+        # PyDLL: the call keeps the GIL (it takes nanoseconds). No ``argtypes``: a Python
+        # int goes as a C int anyway, and the checks would double the call's cost.
+        return ctypes.PyDLL(None).memotest_shim_untimed
     except (ImportError, OSError, AttributeError):
         return None
-    scope.argtypes = [ctypes.c_int]
-    scope.restype = ctypes.c_int
-    return scope
 
 
 def probe(real, scope):
