@@ -11,7 +11,10 @@ two files replays after the same flip.
 
 from __future__ import annotations
 
+import itertools
 import os
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -140,3 +143,63 @@ def test_a_run_that_only_probes_the_files_replays_when_their_order_flips(tmp_pat
     assert statuses(root, how) == {name: "cached"}
     (root / "gen").unlink()  # what the probes did see is still held
     assert statuses(root, how) == {name: "failed"}
+
+
+#: The probes of each kind, then a stat for times: under the shim, the probed files are
+#: ``S`` (found, no time) and the stat'ed one ``T``.
+SNIPPET = """
+import os, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import untimed
+assert untimed.install()
+assert os.path.exists('a') and os.path.isfile('b') and not os.path.isdir('c')
+assert not os.path.islink('d') and os.path.lexists('e') and not os.path.samefile('f', 'a')
+assert Path('g').exists() and Path('h').is_file() and not Path('i').is_dir()
+assert not Path('j').is_symlink() and not Path('k').is_fifo()
+os.stat('timed')
+"""
+PROBED = "abcdefghijk"
+#: The interpreters the wrapping is written for: each one's os.path and pathlib differ
+#: (genericpath's islink from 3.12, lexists from 3.13; pathlib's PathBase from 3.13).
+VERSIONS = ("3.10", "3.11", "3.12", "3.13")
+
+
+def pythons() -> list[str]:
+    """This Python, and each of :data:`VERSIONS` found that runs: pyenv's own builds first
+    (on ``PATH``, ``python3.X`` may be a pyenv shim that only says where it is)."""
+    found = {sys.executable}
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    for v in VERSIONS:
+        candidates = sorted(root.glob(f"versions/{v}.*/bin/python{v}"))
+        candidates += [Path(p)] if (p := shutil.which(f"python{v}")) else []
+        for python in candidates:
+            if subprocess.run([python, "-c", ""], capture_output=True).returncode == 0:
+                found.add(str(python))
+                break
+    return sorted(found)
+
+
+@pytest.mark.parametrize("python", pythons())
+def test_each_python_s_probes_are_untimed_and_its_stats_timed(tmp_path, python):
+    from memotest.tracer.shim import shim_path
+
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    (trace / "log").write_bytes(b"")
+    (trace / "status").write_bytes(b"0")
+    for name in [*PROBED, "timed"]:
+        (tmp_path / name).write_text(name)
+    shim = shim_path()
+    env = dict(os.environ, MEMOTEST_TRACE_DIR=str(trace), MEMOTEST_SHIM=shim, LD_PRELOAD=shim)
+    worker = Path(__file__).resolve().parents[1] / "memotest" / "worker"
+    proc = subprocess.run(
+        [python, "-c", SNIPPET, str(worker)], cwd=tmp_path, env=env, capture_output=True
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    fields = (trace / "log").read_bytes().split(b"\0")
+    ops: dict[str, set[str]] = {}
+    for head, path in itertools.pairwise(fields):
+        if head[:1] in (b"S", b"T") and os.path.dirname(path) == os.fsencode(tmp_path):
+            ops.setdefault(os.path.basename(path).decode(), set()).add(head[:1].decode())
+    assert ops == {**{name: {"S"} for name in PROBED}, "timed": {"T"}}
