@@ -10,7 +10,9 @@ project's history is full of, building after each with ``memotest build --pytest
 and checking the outcome against RetestAll (each test file alone, ``python -m pytest``):
 every file that fails alone must have run and failed under memotest.
 
-Prints, per commit, the files memotest re-ran of all and the disagreements::
+Prints, per commit, the files memotest re-ran of all, how many of them because the
+modification-time order of what they stat'ed changed (their first reason), and the
+disagreements::
 
     python benchmarks/replay_layout.py            # 8 modules x 4 functions: 32 test files
     python benchmarks/replay_layout.py --quick    # 3 x 3: 9 test files
@@ -121,6 +123,11 @@ def commits(modules: int) -> list[tuple[str, list[tuple[str, str, str]]]]:
     ]
 
 
+#: Targets that re-ran because the modification-time order of what they stat'ed changed
+#: (issue 25), by file, from the last :func:`build`.
+BY_ORDER: set[str] = set()
+
+
 def build(root: Path, *options: str) -> dict[str, str]:
     """``memotest build --pytest tests``: each target's status."""
     report = root.parent / "report.json"
@@ -143,6 +150,10 @@ def build(root: Path, *options: str) -> dict[str, str]:
         check=False,
     )
     data = json.loads(report.read_text())
+    BY_ORDER.clear()
+    BY_ORDER.update(
+        t["name"] for t in data["targets"] if "modification-time order" in str(t.get("reason"))
+    )
     # Targets are named from the repository (pytest:tests/test_x.py); the files from tests/.
     return {
         os.path.relpath(t["name"].split(":", 1)[1], "tests"): t["status"] for t in data["targets"]
@@ -185,7 +196,7 @@ def main() -> int:
             f"{len(tests)} test files, first build: {len(first)} run "
             f"({time.monotonic() - started:.1f}s)"
         )
-        print(f"{'commit':40} {'re-run':>9} {'disagreements':>14}")
+        print(f"{'commit':40} {'re-run':>9} {'by the order':>13} {'disagreements':>14}")
         bad = 0
         for what, edits in commits(modules):
             for rel, old, new in edits:
@@ -196,7 +207,7 @@ def main() -> int:
             missed = sorted(n for n in failing if statuses.get(n) != "failed")
             bad += len(missed)
             print(
-                f"{what:40} {len(ran):>4}/{len(tests):<4} {len(missed):>14}",
+                f"{what:40} {len(ran):>4}/{len(tests):<4} {len(BY_ORDER):>13} {len(missed):>14}",
                 flush=True,
                 end="",
             )

@@ -25,6 +25,7 @@ char shim_env_shim[PATH_MAX + 32];
 volatile int shim_dl_pending;
 __thread int shim_dl_mine SHIM_TLS;
 int shim_dl_ever;
+__thread int shim_untimed SHIM_TLS;
 
 static char g_log_path[PATH_MAX + 16];
 static char g_status_path[PATH_MAX + 16];
@@ -547,6 +548,22 @@ __attribute__((visibility("default"))) int memotest_shim_retarget(const char *di
     shim_guard--;
     errno = saved;
     return 0;
+}
+
+/* ---------------------------------------------------------- untimed probes
+ *
+ * memotest_shim_untimed(delta): adds delta (+1 entering, -1 leaving) to this thread's
+ * depth of untimed probes and returns the new depth (never below 0). While it is above
+ * 0, a stat-family call of this thread that finds its path is recorded `S`, not `T`:
+ * Python code that asks only "is it there, is it a file" (os.path.exists, isfile,
+ * Path.is_dir...) says so around the call (memotest/worker/untimed.py), and the path
+ * is kept out of the run's modification-time order. Per thread: another thread's stats
+ * during the probe stay `T`. */
+__attribute__((visibility("default"))) int memotest_shim_untimed(int delta)
+{
+    int depth = shim_untimed + delta;
+    shim_untimed = depth > 0 ? depth : 0;
+    return shim_untimed;
 }
 
 /* ---------------------------------------------------------- initialization */

@@ -166,33 +166,34 @@ FILE *freopen64(const char *path, const char *mode, FILE *stream)
 
 /* `T`: a lookup that handed the caller the file's times (and size, mode, links).
  * The access family, readlink, realpath and chdir find a path but give no time:
- * they stay `S`, and only `T` paths can be in a run's modification-time order. */
+ * they stay `S`, and only `T` paths can be in a run's modification-time order.
+ * Inside an untimed probe (memotest_shim_untimed, core.c) a stat is `S` too. */
 
 int stat(const char *path, struct stat *buf)
 {
     int r = REAL(stat)(path, buf);
-    SHIM_LOOKUP(r == 0, 'T', AT_FDCWD, path);
+    SHIM_LOOKUP(r == 0, SHIM_STAT_OP, AT_FDCWD, path);
     return r;
 }
 
 int stat64(const char *path, struct stat64 *buf)
 {
     int r = REAL(stat64)(path, buf);
-    SHIM_LOOKUP(r == 0, 'T', AT_FDCWD, path);
+    SHIM_LOOKUP(r == 0, SHIM_STAT_OP, AT_FDCWD, path);
     return r;
 }
 
 int lstat(const char *path, struct stat *buf)
 {
     int r = REAL(lstat)(path, buf);
-    SHIM_LOOKUP(r == 0, 'T', AT_FDCWD, path);
+    SHIM_LOOKUP(r == 0, SHIM_STAT_OP, AT_FDCWD, path);
     return r;
 }
 
 int lstat64(const char *path, struct stat64 *buf)
 {
     int r = REAL(lstat64)(path, buf);
-    SHIM_LOOKUP(r == 0, 'T', AT_FDCWD, path);
+    SHIM_LOOKUP(r == 0, SHIM_STAT_OP, AT_FDCWD, path);
     return r;
 }
 
@@ -200,21 +201,21 @@ int lstat64(const char *path, struct stat64 *buf)
 int fstatat(int dirfd, const char *path, struct stat *buf, int flags)
 {
     int r = REAL(fstatat)(dirfd, path, buf, flags);
-    SHIM_LOOKUP(r == 0, 'T', dirfd, path);
+    SHIM_LOOKUP(r == 0, SHIM_STAT_OP, dirfd, path);
     return r;
 }
 
 int fstatat64(int dirfd, const char *path, struct stat64 *buf, int flags)
 {
     int r = REAL(fstatat64)(dirfd, path, buf, flags);
-    SHIM_LOOKUP(r == 0, 'T', dirfd, path);
+    SHIM_LOOKUP(r == 0, SHIM_STAT_OP, dirfd, path);
     return r;
 }
 
 int statx(int dirfd, const char *path, int flags, unsigned int mask, struct statx *buf)
 {
     int r = REAL(statx)(dirfd, path, flags, mask, buf);
-    SHIM_LOOKUP(r == 0, 'T', dirfd, path);
+    SHIM_LOOKUP(r == 0, SHIM_STAT_OP, dirfd, path);
     return r;
 }
 
@@ -222,42 +223,42 @@ int statx(int dirfd, const char *path, int flags, unsigned int mask, struct stat
 int __xstat(int ver, const char *path, struct stat *buf)
 {
     int r = REAL(__xstat)(ver, path, buf);
-    SHIM_LOOKUP(r == 0, 'T', AT_FDCWD, path);
+    SHIM_LOOKUP(r == 0, SHIM_STAT_OP, AT_FDCWD, path);
     return r;
 }
 
 int __xstat64(int ver, const char *path, struct stat64 *buf)
 {
     int r = REAL(__xstat64)(ver, path, buf);
-    SHIM_LOOKUP(r == 0, 'T', AT_FDCWD, path);
+    SHIM_LOOKUP(r == 0, SHIM_STAT_OP, AT_FDCWD, path);
     return r;
 }
 
 int __lxstat(int ver, const char *path, struct stat *buf)
 {
     int r = REAL(__lxstat)(ver, path, buf);
-    SHIM_LOOKUP(r == 0, 'T', AT_FDCWD, path);
+    SHIM_LOOKUP(r == 0, SHIM_STAT_OP, AT_FDCWD, path);
     return r;
 }
 
 int __lxstat64(int ver, const char *path, struct stat64 *buf)
 {
     int r = REAL(__lxstat64)(ver, path, buf);
-    SHIM_LOOKUP(r == 0, 'T', AT_FDCWD, path);
+    SHIM_LOOKUP(r == 0, SHIM_STAT_OP, AT_FDCWD, path);
     return r;
 }
 
 int __fxstatat(int ver, int dirfd, const char *path, struct stat *buf, int flags)
 {
     int r = REAL(__fxstatat)(ver, dirfd, path, buf, flags);
-    SHIM_LOOKUP(r == 0, 'T', dirfd, path);
+    SHIM_LOOKUP(r == 0, SHIM_STAT_OP, dirfd, path);
     return r;
 }
 
 int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *buf, int flags)
 {
     int r = REAL(__fxstatat64)(ver, dirfd, path, buf, flags);
-    SHIM_LOOKUP(r == 0, 'T', dirfd, path);
+    SHIM_LOOKUP(r == 0, SHIM_STAT_OP, dirfd, path);
     return r;
 }
 

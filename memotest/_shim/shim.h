@@ -165,6 +165,11 @@ extern char shim_env_shim[PATH_MAX + 32] SHIM_HIDDEN;   /* "MEMOTEST_SHIM=..." *
 extern volatile int shim_dl_pending SHIM_HIDDEN;        /* a dlopen may have added objects */
 extern __thread int shim_dl_mine SHIM_TLS SHIM_HIDDEN;  /* ... this thread's dlopen */
 extern int shim_dl_ever SHIM_HIDDEN;                    /* some dlopen happened */
+/* > 0 while this thread is inside an untimed probe (memotest_shim_untimed) */
+extern __thread int shim_untimed SHIM_TLS SHIM_HIDDEN;
+/* The op of a stat-family lookup that found its path: `T` (it handed the caller the
+ * times), or `S` inside an untimed probe, whose caller keeps only a yes or no. */
+#define SHIM_STAT_OP (shim_untimed > 0 ? 'S' : 'T')
 
 int shim_lazy_init(void) SHIM_HIDDEN;
 

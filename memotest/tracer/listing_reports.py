@@ -39,7 +39,7 @@ VARIABLE = "MEMOTEST_LISTINGS"
 FOLDER = "listings"
 WATCH = "watch.json"
 #: The worker's modules the watch needs, each after those it imports.
-MODULES = ("audit", "extensions", "interpreter", "listings")
+MODULES = ("audit", "extensions", "interpreter", "listings", "untimed")
 
 Listings = dict[str, list[list[str]]]
 

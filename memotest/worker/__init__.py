@@ -23,6 +23,9 @@ The parts:
   on Python 3.12+), and its digests;
 * ``extensions``: the worker-side modules plugins ship (``memotest_worker_modules``),
   called at defined moments;
+* ``untimed``: os.path's and pathlib's yes-or-no probes, told to the shim as untimed (their
+  files are kept out of the run's modification-time order); also loaded by
+  ``memotest_walk`` into plain pytest processes;
 * ``preload``: importing more before forking, and what a run imported;
 * ``serve``: the start-up and the loop that forks each run;
 * ``child``: what a forked child does to become the run, and its report.

@@ -15,7 +15,7 @@ pid of the run it forked, and for each run that ended its status and report.
 import os
 import sys
 
-from . import extensions, listings, sections
+from . import extensions, listings, sections, untimed
 from .code_watch import load_executed
 from .interpreter import roots, threads
 from .preload import preload
@@ -67,6 +67,7 @@ def main():
     # ready answer is in no trace, and what a child imports each run would read again.
     for name in USED:
         importlib.import_module(name)
+    untimed.install()  # before the project's code binds os.path's probes (untimed.py)
     import ctypes
     import gc
     import json

@@ -50,6 +50,7 @@ from memotest_pytest.collect_errors import collection_error, same_file
 # This plugin's other hooks, each in the module of what it is about (pluggy registers
 # every hook function this module holds, so importing them here registers them).
 from memotest_pytest.ignore import memotest_ignore  # noqa: F401
+from memotest_pytest.plain import memotest_before_target  # noqa: F401
 from memotest_pytest.readers import memotest_readers  # noqa: F401
 from memotest_pytest.warm import memotest_warm_report, memotest_worker_modules  # noqa: F401
 

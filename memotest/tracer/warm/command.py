@@ -33,6 +33,7 @@ MODULES = (
     "monitored",
     "code_watch",
     "child",
+    "untimed",
     "serve",
 )
 HERE = Path(memotest.worker.__file__).parent

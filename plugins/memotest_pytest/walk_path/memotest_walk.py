@@ -204,6 +204,7 @@ def watch_listings() -> None:
         exec(compile(watch["boot"][1], watch["boot"][0], "exec", dont_inherit=True), boot)
         boot["load_all"](watch["modules"])
         package = sys.modules[boot["PACKAGE"]]
+        package.untimed.install()  # yes-or-no probes from now on: untimed (untimed.py)
         for name in watch["extensions"]:
             package.extensions.register(sys.modules[boot["PACKAGE"] + "." + name])
         listings = package.listings

@@ -1,0 +1,145 @@
+"""Python's yes-or-no path probes, told to the shim as untimed.
+
+``os.path.exists``, ``isfile``, ``isdir``, ``islink``, ``lexists``, ``ismount``,
+``samefile`` and ``pathlib.Path.exists``, ``is_file``, ``is_dir``... call ``stat`` and hand
+their caller a yes or no: the file's times stay inside the call. The shim records every
+``stat`` that found its path as ``T`` (its caller had the times, so the file is in the
+run's modification-time order, ``memotest/inputs/order.py``); it cannot see what the caller
+kept. :func:`install` wraps those functions so that the stats made inside them are
+recorded ``S`` (found, no time) instead: the shim's ``memotest_shim_untimed`` raises this
+thread's depth of untimed probes around the call (``memotest/_shim/core.c``).
+
+What is not wrapped stays timed: ``os.stat``, ``Path.stat``, ``os.path.getmtime`` and
+every other call that hands back a ``stat_result`` or a time, ``DirEntry.is_file()`` (a C
+type), and any name bound before :func:`install` ran (``from os.path import exists``):
+they err on the side of holding. A probe followed by a timed stat of the same file (an
+``exists()`` then a ``getmtime()``) records both, and the ``T`` keeps the file in the
+order. Python code that runs inside a probe (a path object's ``__fspath__`` is called
+before the probe starts; a signal handler or a trace function that runs during it is not)
+has its stats counted as the probe's.
+
+Loaded into the warm worker (``serve.py``, before it imports anything of the project) and
+into the pytest processes memotest watches for tox and nox (``memotest_walk``, from its
+``-p`` import on: pytest's probes of its ini files come before). Stand-alone: it imports
+only the standard library.
+"""
+
+import os
+
+#: The probes of ``os.path`` (``genericpath``/``posixpath`` on 3.10-3.13; ``isjunction``
+#: from 3.12), and of ``pathlib``'s path classes (on ``Path`` up to 3.12, on
+#: ``pathlib._abc.PathBase`` and ``Path`` from 3.13).
+PATH_PROBES = ("exists", "isfile", "isdir", "islink", "lexists", "ismount", "isjunction")
+PATH_PROBES_2 = ("samefile",)
+PATHLIB_PROBES = (
+    "exists",
+    "is_file",
+    "is_dir",
+    "is_symlink",
+    "is_mount",
+    "is_junction",
+    "is_fifo",
+    "is_socket",
+    "is_block_device",
+    "is_char_device",
+    "samefile",
+)
+#: The attribute that marks a wrapper (so that installing twice wraps once).
+MARK = "__memotest_untimed__"
+INSTALLED = []  # the shim's function, once installed
+
+
+def shim_scope():
+    """The shim's ``memotest_shim_untimed`` (depth change -> new depth), or None when no
+    shim that has it is loaded into this process (then nothing is wrapped)."""
+    try:
+        import ctypes
+
+        # PyDLL: the call keeps the GIL (it takes nanoseconds). No ``argtypes``: a Python
+        # int goes as a C int anyway, and the checks would double the call's cost.
+        return ctypes.PyDLL(None).memotest_shim_untimed
+    except (ImportError, OSError, AttributeError):
+        return None
+
+
+def probe(real, scope):
+    """``real`` (a function of a path, or of two) with its stats untimed."""
+
+    def untimed(*args, **kwargs):
+        # __fspath__ of a path object is the caller's code: run it before the probe
+        args = tuple(a if isinstance(a, (str, bytes, int)) else _fspath(a) for a in args)
+        scope(1)
+        try:
+            return real(*args, **kwargs)
+        finally:
+            scope(-1)
+
+    return dressed(untimed, real)
+
+
+#: The file the wrappers' code names: who looks up the stack for the code that stat'ed a
+#: file (``code_watch.caller``) goes past them, as past the standard library's.
+FILENAME = "<frozen memotest untimed>"
+
+
+def dressed(untimed, real):
+    """``untimed`` named as ``real``, and marked."""
+    untimed.__code__ = untimed.__code__.replace(co_filename=FILENAME)
+    untimed.__name__ = real.__name__
+    untimed.__qualname__ = getattr(real, "__qualname__", real.__name__)
+    untimed.__doc__ = real.__doc__
+    untimed.__module__ = getattr(real, "__module__", None)
+    untimed.__wrapped__ = real
+    setattr(untimed, MARK, True)
+    return untimed
+
+
+def _fspath(a):
+    try:
+        return os.fspath(a)
+    except TypeError:
+        return a  # the real function says what is wrong with it
+
+
+def method_probe(real, scope):
+    """A pathlib method ``real`` with its stats untimed (``self`` is a path: its
+    ``stat`` runs inside, as pathlib's own)."""
+
+    def untimed(self, *args, **kwargs):
+        scope(1)
+        try:
+            return real(self, *args, **kwargs)
+        finally:
+            scope(-1)
+
+    return dressed(untimed, real)
+
+
+def install():
+    """Wraps the probes; returns whether they are (a shim with untimed probes is loaded)."""
+    if INSTALLED:
+        return True
+    scope = shim_scope()
+    if scope is None:
+        return False
+    import genericpath
+    import pathlib
+    import posixpath
+
+    modules = (genericpath, posixpath, os.path)
+    wrapped = {}
+    for name in PATH_PROBES + PATH_PROBES_2:
+        for module in modules:
+            real = module.__dict__.get(name)
+            if real is None or getattr(real, MARK, False):
+                continue
+            if id(real) not in wrapped:
+                wrapped[id(real)] = probe(real, scope)
+            setattr(module, name, wrapped[id(real)])
+    for cls in pathlib.Path.__mro__:
+        for name in PATHLIB_PROBES:
+            real = cls.__dict__.get(name)
+            if callable(real) and not getattr(real, MARK, False):
+                setattr(cls, name, method_probe(real, scope))
+    INSTALLED.append(scope)
+    return True
