@@ -1,0 +1,113 @@
+"""Item 4 of issue 25 on real tox and real pytest: what a changelog behind a symlink and
+coverage's leftovers cost a tox env.
+
+* A ``CHANGES.md`` that is a symlink (to ``docs/CHANGES.md``): pytest's ``scandir`` asks
+  every entry of the rootdir ``is_file()`` (to drop broken links), which for a symlink is a
+  ``stat`` through the link, held by the target's content: an edit of the changelog re-runs
+  the env. The answer pytest used is yes or no; holding it so is helper ``order``'s
+  "untimed probe" scope (the strict xfail below names it: it passes once that lands).
+  The attack on that narrowing: a program that acts on the answer (the link now broken)
+  still runs again.
+* ``pytest --cov=.``: coverage erases and re-creates ``.coverage`` (an ``unlink`` that
+  succeeds once the leftover is there) and lists the rootdir: run 2 runs once more
+  (``.coverage: appeared``), run 3 replays.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from conftest import memotest
+from test_tox import PAD, count, env_project, environ, pytestmark, tox  # noqa: F401
+
+SITE = os.path.dirname(os.path.dirname(pytest.__file__))
+SETTING = "\n".join(
+    ["set_env =", f"{PAD}PYTHONPATH={SITE}", f"{PAD}PYTEST_DISABLE_PLUGIN_AUTOLOAD=1"]
+)
+TEST = """
+    from shapes import area
+
+    def test_area():
+        assert area(2) == 4
+    """
+
+
+def linked_changelog(tmp_path, command: str):
+    counter = tmp_path / "counter"
+    files = {
+        "tests/test_a.py": TEST,
+        "tests/shapes.py": "def area(n):\n    return n * n\n",
+        "docs/CHANGES.md": "## 1.0\n",
+    }
+    root = env_project(tmp_path, counter, command, files, SETTING)
+    (root / "CHANGES.md").symlink_to("docs/CHANGES.md")
+    return root, counter
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="pytest's scandir() asks a symlink is_file(): a stat through the link, held by "
+    "the target's content; a yes/no probe (helper order's untimed-probe scope)",
+)
+def test_an_edit_of_a_symlinked_changelog_replays(tmp_path):
+    root, counter = linked_changelog(tmp_path, "python -m pytest -q -p no:cacheprovider tests")
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and count(counter) == 1, out
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and count(counter) == 1 and "memotest: cached, replayed" in out, out
+    with (root / "docs" / "CHANGES.md").open("a") as f:
+        f.write("- more\n")
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and count(counter) == 1 and "memotest: cached, replayed" in out, out
+
+
+def test_a_program_that_acts_on_a_symlinks_is_file_runs_again_when_it_breaks(tmp_path):
+    """The attack on holding ``is_file()`` as a yes/no answer: the answer changes (the link
+    is broken now) and the program prints it, so the env runs again."""
+    probe = "python -c \"import pathlib; print('is_file', pathlib.Path('CHANGES.md').is_file())\""
+    root, counter = linked_changelog(tmp_path, probe)
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and count(counter) == 1 and "is_file True" in out, out
+    (root / "docs" / "CHANGES.md").unlink()
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and count(counter) == 2 and "is_file False" in out, out
+
+
+def test_coverage_of_the_rootdir_settles_at_run_3(tmp_path):
+    pytest.importorskip("pytest_cov")
+    cmd = "python -m pytest -q -p no:cacheprovider -p pytest_cov --cov=. tests"
+    root, counter = linked_changelog(tmp_path, cmd)
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and count(counter) == 1 and "shapes.py" in out, out
+    explained = memotest("explain", "-v", "tox:py", cwd=root, env=environ()).stdout.decode()
+    assert ".coverage: appeared" in explained, explained  # its own leftover, found
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and count(counter) == 2, out
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and count(counter) == 2 and "memotest: cached, replayed" in out, out
+
+
+# A command that takes a lock by making a folder (or a file with O_EXCL) and fails when it
+# is taken: the success of its ``mkdir`` is what it saw (the path was absent), and where the
+# folder is there now a run would fail. The tracer records such a creation as a write
+# (``N``) and nothing of its answer: the record replays there.
+LOCKS = {
+    "mkdir": "import os; os.mkdir('lock'); print('took the lock')",
+    "o_excl": "open('lock', 'x').close(); print('took the lock')",
+}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an exclusive creation's success (mkdir, O_EXCL) is not held as the path's "
+    "absence: the shim's N does not tell it from a plain create",
+)
+@pytest.mark.parametrize("kind", sorted(LOCKS))
+def test_a_lock_taken_by_an_exclusive_create_runs_again_where_it_is_held(tmp_path, kind):
+    counter = tmp_path / "counter"
+    root = env_project(tmp_path, counter, f'python -c "{LOCKS[kind]}"', {}, "")
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and count(counter) == 1 and "took the lock" in out, out
+    code, out = tox(root, "-e", "py")  # the lock is held now: a run fails
+    assert code != 0 and count(counter) == 2, out
