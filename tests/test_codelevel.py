@@ -105,11 +105,13 @@ def test_without_code_noting_every_importer_runs_again(tmp_path):
 def test_what_is_seen_without_running_counts(tmp_path):
     """A run depends on every name, signature, docstring and module-level value of a file
     it imported, whether or not it called the function; not on the value of a default
-    that nothing read (``tests/test_codelevel_defaults.py``)."""
+    that nothing read (``tests/test_codelevel_defaults.py``). On Python 3.10, which notes
+    no code, the file is held whole and the default's edit runs both again too."""
     proj = project(tmp_path, USES)
     built(proj)
     edit(proj, "def unused(x, y=2):", "def unused(x, y=3):")
-    assert built(proj) == {A: "cached", B: "cached"}
+    unread = "cached" if sys.version_info >= (3, 11) else "passed"
+    assert built(proj) == {A: unread, B: unread}
     for old, new in [
         ("def unused(x, y=3):", "def unused(x, z=3):"),  # an argument's name
         ('"""Adds."""', '"""Adds two."""'),  # a docstring
