@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,21 @@ def plugin_site(root: Path) -> Path:
             "myplug-1.0.dist-info/entry_points.txt": "[pytest11]\nmyplug = myplug\n",
         },
     )
+
+
+#: An hour in nanoseconds (the mtime-order tests' unit).
+HOUR = 3_600 * 10**9
+
+
+def aged_pair(root: Path) -> None:
+    """Writes ``src`` two hours old and ``gen`` one hour old: ``gen`` is the newer."""
+    for name, age in (("src", 2 * HOUR), ("gen", HOUR)):
+        (root / name).write_text(name + "\n")
+        now = time.time_ns()
+        os.utime(root / name, ns=(now - age, now - age))
+
+
+def flip(root: Path) -> None:
+    """Makes ``src`` of :func:`aged_pair` the newer, content kept."""
+    now = time.time_ns() - HOUR // 2
+    os.utime(root / "src", ns=(now, now))

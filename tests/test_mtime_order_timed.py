@@ -13,13 +13,11 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import build_statuses
+from conftest import aged_pair, build_statuses, flip
 
-HOUR = 3_600 * 10**9
 PY = sys.executable
 
 
@@ -33,17 +31,8 @@ def project(root: Path, command: str | list[str]) -> Path:
     """``gen`` an hour older than now, ``src`` two: ``gen`` is the newer."""
     root.mkdir(parents=True)
     (root / "memotest.toml").write_text(f"[targets.t]\ncommand = {command!r}\n")
-    for name, age in (("src", 2 * HOUR), ("gen", HOUR)):
-        (root / name).write_text(name + "\n")
-        now = time.time_ns()
-        os.utime(root / name, ns=(now - age, now - age))
+    aged_pair(root)
     return root
-
-
-def flip(root: Path) -> None:
-    """Makes ``src`` the newer, content kept."""
-    now = time.time_ns() - HOUR // 2
-    os.utime(root / "src", ns=(now, now))
 
 
 # The attacks: each entry point that hands a program a time, compared in some program.

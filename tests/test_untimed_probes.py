@@ -16,13 +16,10 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import build_statuses
-
-HOUR = 3_600 * 10**9
+from conftest import aged_pair, build_statuses, flip
 
 TOML = """
 [settings]
@@ -94,17 +91,8 @@ def project(root: Path, body: str, how: str) -> Path:
         "import os, subprocess, threading\nfrom pathlib import Path\n\n\n"
         f"def test_it():\n    {body}\n"
     )
-    for name, age in (("src", 2 * HOUR), ("gen", HOUR)):
-        (root / name).write_text(name + "\n")
-        now = time.time_ns()
-        os.utime(root / name, ns=(now - age, now - age))
+    aged_pair(root)
     return root
-
-
-def flip(root: Path) -> None:
-    """Makes ``src`` the newer, content kept."""
-    now = time.time_ns() - HOUR // 2
-    os.utime(root / "src", ns=(now, now))
 
 
 def env() -> dict[str, str]:
