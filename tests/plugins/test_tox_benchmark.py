@@ -5,13 +5,15 @@ information (``git describe --dirty``, ``git show``, ``git rev-parse``) and
 (issue 25, the end-to-end check of ``model.ORDERLESS_PROGRAMS`` and the git index held by
 its entries).
 
-What each run costs, and why:
+What each run costs, and why (what is asserted):
 
-* run 1 runs (no record); run 2 runs once more, for the run's own leftovers:
-  pytest-benchmark made ``.benchmarks`` in the project folder, which a Python that reports
-  no listings (``python -m cpuinfo``, started by pytest-benchmark, lists its current
-  folder for imports) listed after the folder was made; the record holds the folder's
-  entries as they were before the run (``docs/limits.md``, "A run's own leftovers");
+* run 1 runs (no record); run 2 may run once more, for the run's own leftovers
+  (pytest-benchmark makes ``.benchmarks`` in the project folder, which a Python that
+  reports no listings, ``python -m cpuinfo`` started by pytest-benchmark, may list after
+  the folder was made; the record holds the folder's entries as they were before the run:
+  ``docs/limits.md``, "A run's own leftovers"), or replay: which of the two is not
+  asserted (it has gone both ways on different machines), only that a re-run is never
+  for a modification-time order;
 * run 3 replays, and so does a ``git checkout`` to another commit and back (git's stats
   are in no modification-time order, its index holds by its entries);
 * a README edit re-runs, by the README's content (``git describe --dirty`` compares it
@@ -73,16 +75,17 @@ def test_pytest_benchmark_env_settles_replays_a_checkout_and_reruns_a_readme_by_
     assert code == 0 and count(counter) == 1, out
     info = json.loads((root / ".tox" / "py" / "tmp" / "bench.json").read_text())["commit_info"]
     assert len(info["id"]) == 40 and info["branch"] == "main", info  # from git
-    code, out = tox(root, "-e", "py")  # the run's own leftover: .benchmarks
-    assert code == 0 and count(counter) == 2, out
-    assert "gained entries: .benchmarks" in out, out
+    code, out = tox(root, "-e", "py")  # may re-run once, for its own .benchmarks
+    settled = count(counter)
+    assert code == 0 and settled in (1, 2), out
+    assert "modification-time order" not in out, out
     code, out = tox(root, "-e", "py")
-    assert code == 0 and count(counter) == 2 and "memotest: cached, replayed" in out, out
+    assert code == 0 and count(counter) == settled and "memotest: cached, replayed" in out, out
 
     git(root, "checkout", "-q", "other")
     git(root, "checkout", "-q", "main")
     code, out = tox(root, "-e", "py")
-    assert code == 0 and count(counter) == 2 and "memotest: cached, replayed" in out, out
+    assert code == 0 and count(counter) == settled and "memotest: cached, replayed" in out, out
 
     with (root / "README.md").open("a") as f:
         f.write("more\n")
@@ -90,6 +93,7 @@ def test_pytest_benchmark_env_settles_replays_a_checkout_and_reruns_a_readme_by_
     assert "README.md: content changed" in explained, explained
     assert "modification-time order" not in explained, explained
     code, out = tox(root, "-e", "py")
-    assert code == 0 and count(counter) == 3, out
-    code, out = tox(root, "-e", "py")  # settled at its second run
-    assert code == 0 and count(counter) == 3 and "memotest: cached, replayed" in out, out
+    assert code == 0 and count(counter) == settled + 1, out
+    code, out = tox(root, "-e", "py")  # settled at once: .benchmarks was there before
+    assert code == 0 and count(counter) == settled + 1, out
+    assert "memotest: cached, replayed" in out, out
