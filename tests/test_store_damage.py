@@ -1,7 +1,8 @@
 """A damaged store never yields a hit, never prints a traceback, and heals.
 
-Each case builds a small project once, damages its ``.memotest/`` the way a disk, a
-crash or a careless user does, and then checks, with the real command line: a build says
+Each case gets a small project whose store replays (built once per test process, its
+store copied back for each case), damages its ``.memotest/`` the way a disk, a crash or a
+careless user does, and then checks, with the real command line: a build says
 what it set aside (one line), runs the target (no hit from a damaged store) and the next
 build replays it; the read-only commands say what is wrong and how to fix it (exit 2);
 ``clean`` always works.
@@ -185,18 +186,52 @@ def _aged(root: Path) -> Path:
     return root
 
 
-def _project(tmp_path: Path) -> Path:
-    root = _aged(write_tree(tmp_path / "p", {"memotest.toml": TOML, "in.txt": "hello\n"}))
+#: The project's own files: everything else in it is the store or what a case left.
+PROJECT = {"memotest.toml": TOML, "in.txt": "hello\n"}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The project, built twice (the second build replays), once per test process, and a
+    copy of its store as it was then: each case gets that store back (:func:`project`)
+    instead of two builds of its own."""
+    root = _aged(write_tree(tmp_path_factory.mktemp("damage") / "p", PROJECT))
     code, out, st = build_statuses(root)
     assert code == 0 and st == {"a": "passed", "b": "passed"}, out
     code, out, st = build_statuses(root)
     assert st == {"a": "cached", "b": "cached"}, out
+    saved = root.parent / "store"
+    shutil.copytree(root / ".memotest", saved, symlinks=True)
+    return root, saved
+
+
+@pytest.fixture
+def project(built: tuple[Path, Path]) -> Path:
+    """The built project with its replaying store back: whatever a case damaged, set
+    aside or left (a dangling link's target, ``out.txt``) is removed first. The project's
+    own files are never touched, so they keep their age."""
+    root, saved = built
+    for entry in root.iterdir():
+        if entry.name in PROJECT:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    shutil.copytree(saved, root / ".memotest", symlinks=True)
+    (root / "out.txt").write_text("hello\n")
     return root
 
 
+def test_the_store_given_back_replays(project: Path) -> None:
+    """What makes every case below able to fail: the store it gets replays."""
+    code, out, st = build_statuses(project)
+    assert code == 0 and st == {"a": "cached", "b": "cached"}, out
+
+
 @pytest.mark.parametrize("case", list(DAMAGE))
-def test_a_build_on_a_damaged_store_runs_the_targets_and_heals(tmp_path: Path, case: str) -> None:
-    root = _project(tmp_path)
+def test_a_build_on_a_damaged_store_runs_the_targets_and_heals(project: Path, case: str) -> None:
+    root = project
     DAMAGE[case](root / ".memotest")
     code, out, st = build_statuses(root)
     assert "Traceback" not in out, out
@@ -211,8 +246,8 @@ def test_a_build_on_a_damaged_store_runs_the_targets_and_heals(tmp_path: Path, c
 
 
 @pytest.mark.parametrize("case", ["db-random", "store-file", "cas-file", "blobs-garbled"])
-def test_the_build_says_once_what_it_set_aside(tmp_path: Path, case: str) -> None:
-    root = _project(tmp_path)
+def test_the_build_says_once_what_it_set_aside(project: Path, case: str) -> None:
+    root = project
     DAMAGE[case](root / ".memotest")
     proc = memotest("build", cwd=root)
     err = proc.stderr.decode()
@@ -225,8 +260,8 @@ def test_the_build_says_once_what_it_set_aside(tmp_path: Path, case: str) -> Non
 
 @pytest.mark.parametrize("case", SURE)
 @pytest.mark.parametrize("command", [["list"], ["show", "a"], ["explain", "a"], ["graph"]])
-def test_read_only_commands_say_what_is_wrong(tmp_path: Path, case: str, command: list) -> None:
-    root = _project(tmp_path)
+def test_read_only_commands_say_what_is_wrong(project: Path, case: str, command: list) -> None:
+    root = project
     DAMAGE[case](root / ".memotest")
     proc = memotest(*command, cwd=root)
     err = proc.stderr.decode()
@@ -236,8 +271,8 @@ def test_read_only_commands_say_what_is_wrong(tmp_path: Path, case: str, command
 
 
 @pytest.mark.parametrize("case", ["blobs-garbled", "blobs-emptied"])
-def test_show_log_of_a_damaged_blob_says_so(tmp_path: Path, case: str) -> None:
-    root = _project(tmp_path)
+def test_show_log_of_a_damaged_blob_says_so(project: Path, case: str) -> None:
+    root = project
     DAMAGE[case](root / ".memotest")
     proc = memotest("show", "a", "--log", cwd=root)
     err = proc.stderr.decode()
@@ -245,8 +280,8 @@ def test_show_log_of_a_damaged_blob_says_so(tmp_path: Path, case: str) -> None:
 
 
 @pytest.mark.parametrize("case", list(DAMAGE))
-def test_clean_always_works(tmp_path: Path, case: str) -> None:
-    root = _project(tmp_path)
+def test_clean_always_works(project: Path, case: str) -> None:
+    root = project
     DAMAGE[case](root / ".memotest")
     proc = memotest("clean", cwd=root)
     err = proc.stderr.decode()
