@@ -124,6 +124,9 @@ def test_first_parallel_run_detects_hazards_reruns_and_learns(planted):
     assert ("a", "b") in kinds and ("b", "c") in kinds
     assert ("d", "e") in kinds  # both append to shared.log
     assert ("h", "i") not in kinds and ("f", "g") not in kinds
+    dot = memotest("graph", cwd=root).stdout.decode()  # the default format names the path
+    assert dot.startswith("digraph memotest {")
+    assert '"a" -> "b"' in dot and "fixture.json" in dot
 
 
 def test_planted_suite_eight_times_at_j4_never_fails(planted):
@@ -143,14 +146,6 @@ def test_planted_suite_eight_times_at_j4_never_fails(planted):
         overlaps += h0 < i1 and i0 < h1
     log_is_not_interleaved(root)
     assert overlaps >= 6  # independent targets do run side by side
-
-
-def test_graph_dot_names_the_path(planted):
-    root, _ = planted
-    build(root, "-j", "4")
-    dot = memotest("graph", cwd=root).stdout.decode()
-    assert dot.startswith("digraph memotest {")
-    assert '"a" -> "b"' in dot and "fixture.json" in dot
 
 
 def test_exclusive_target_runs_alone(tmp_path):
