@@ -76,19 +76,42 @@ def built(proj: Path, *args: str) -> dict[str, str]:
     return st
 
 
+#: dis (numba, inspect.signature) reads a function's ``__code__`` without calling it.
+DIS = """
+from pkg import a
+import dis
+
+
+def test_dis():
+    ops = [i.argrepr for i in dis.get_instructions(a.unused) if i.opname == "BINARY_OP"]
+    assert ops == ["+"]
+"""
+D = "pytest:tests/test_dis.py"
+
+
 @needs_code_noting
 def test_an_edit_to_code_no_run_executed_leaves_every_run_cached(tmp_path):
-    proj = project(tmp_path, USES)
-    assert built(proj) == {A: "passed", B: "passed"}
+    """An edit to code no run executed replays every run; bytecode read without running
+    it (``tests/test_dis.py``) counts as run; lines moved above an executed function run
+    it again (a traceback or a log shows its lines); an edit to its body runs only the
+    file that ran it."""
+    proj = project(tmp_path, USES, {"tests/test_dis.py": DIS})
+    assert built(proj) == {A: "passed", B: "passed", D: "passed"}
     assert kinds(proj) == {"code"}
-    edit(proj, "return x + y", "return x * y")  # unused's body
+    edit(proj, "return x + y", "return x * y")  # unused's body: only test_dis read it
     edit(proj, "LIMIT = 3\n", "LIMIT = 3  # a comment\n")
-    assert built(proj) == {A: "cached", B: "cached"}
+    explain = memotest("explain", D, cwd=proj).stdout.decode()
+    assert "unused changed" in explain, explain
+    assert built(proj) == {A: "cached", B: "cached", D: "failed"}
+    edit(proj, "LIMIT = 3  # a comment\n", "LIMIT = 3  # a comment\n\n\n")
+    explain = memotest("explain", A, cwd=proj).stdout.decode()
+    assert "used changed" in explain, explain
+    assert built(proj) == {A: "passed", B: "cached", D: "failed"}
     edit(proj, "return x + 1", "return x + 2")  # used's body: only test_a ran it
     explain = memotest("explain", A, B, cwd=proj).stdout.decode()
     assert "pkg/a.py: used changed" in explain, explain
     assert f"{B}: up to date" in explain, explain
-    assert built(proj) == {A: "failed", B: "cached"}
+    assert built(proj) == {A: "failed", B: "cached", D: "failed"}
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 11), reason="Python 3.10, which notes no code")
@@ -102,66 +125,65 @@ def test_without_code_noting_every_importer_runs_again(tmp_path):
     assert built(proj) == {A: "passed", B: "passed"}
 
 
+#: One module per edit of what a run sees without running it, each a copy of ``pkg/a.py``
+#: imported (nothing of it called) by its own test file: one build checks each edit alone.
+SEEN = {
+    "args": ("def unused(x, y=2):", "def unused(x, z=2):"),  # an argument's name
+    "doc": ('"""Adds."""', '"""Adds two."""'),  # a docstring
+    "value": ("LIMIT = 3", "LIMIT = 4"),  # a module-level value
+    "new": ("\ndef unused", "\ndef another():\n    pass\n\n\ndef unused"),  # a function
+}
+SIGNATURE = """
+import inspect
+from pkg import args
+
+
+def test_signature():
+    assert list(inspect.signature(args.unused).parameters) == ["x", "y"]
+"""
+
+
 def test_what_is_seen_without_running_counts(tmp_path):
     """A run depends on every name, signature, docstring and module-level value of a file
-    it imported, whether or not it called the function; not on the value of a default
-    that nothing read (``tests/test_codelevel_defaults.py``). On Python 3.10, which notes
-    no code, the file is held whole and the default's edit runs both again too."""
-    proj = project(tmp_path, USES)
-    built(proj)
+    it imported, whether or not it called the function (a run that reads the signature
+    fails by the argument's new name); not on the value of a default that nothing read
+    (``tests/test_codelevel_defaults.py``). On Python 3.10, which notes no code, the file
+    is held whole and the default's edit runs every importer again too. A test file and
+    a conftest stay whole: an edit to a comment of the conftest runs every file again."""
+    seen = {f"pkg/{m}.py": PKG_A for m in SEEN}
+    for m in SEEN:
+        seen[f"tests/test_{m}.py"] = f"from pkg import {m}\n\ndef test_{m}():\n    assert {m}\n"
+    conftest = {"tests/conftest.py": "X = 1\n"}
+    proj = project(tmp_path, USES, {**seen, **conftest, "tests/test_signature.py": SIGNATURE})
+    sig = "pytest:tests/test_signature.py"
+    each = {m: f"pytest:tests/test_{m}.py" for m in SEEN}
+    assert built(proj) == dict.fromkeys([A, B, sig, *each.values()], "passed")
+    # pytest shows the lines of what it collects, and rewrites them: held whole.
+    assert kinds(proj, "tests/test_a.py") == {"file"}
+    assert kinds(proj, "tests/conftest.py") == {"file"}
     edit(proj, "def unused(x, y=2):", "def unused(x, y=3):")
     unread = "cached" if sys.version_info >= (3, 11) else "passed"
-    assert built(proj) == {A: unread, B: unread}
-    for old, new in [
-        ("def unused(x, y=3):", "def unused(x, z=3):"),  # an argument's name
-        ('"""Adds."""', '"""Adds two."""'),  # a docstring
-        ("LIMIT = 3", "LIMIT = 4"),  # a module-level value
-        ("\ndef unused", "\ndef another():\n    pass\n\n\ndef unused"),  # a new function
-    ]:
-        edit(proj, old, new)
-        assert built(proj) == {A: "passed", B: "passed"}, (old, new)
-
-
-@needs_code_noting
-def test_lines_moved_above_an_executed_function_run_it_again(tmp_path):
-    proj = project(tmp_path, USES)
-    built(proj)
-    edit(proj, "LIMIT = 3\n", "LIMIT = 3\n\n\n")
-    explain = memotest("explain", A, cwd=proj).stdout.decode()
-    assert "used changed" in explain, explain  # a traceback or a log shows its lines
-    assert built(proj) == {A: "passed", B: "cached"}
-
-
-def test_the_signature_of_a_function_not_called(tmp_path):
-    test_a = """
-        import inspect
-        from pkg import a
-
-        def test_a():
-            assert list(inspect.signature(a.unused).parameters) == ["x", "y"]
-    """
-    proj = project(tmp_path, textwrap.dedent(test_a))
-    assert built(proj)[A] == "passed"
-    edit(proj, "def unused(x, y=2):", "def unused(x, z=2):")
-    assert built(proj)[A] == "failed"
-
-
-@needs_code_noting
-def test_bytecode_read_without_running_it_counts_as_run(tmp_path):
-    """dis, numba and inspect.signature read a function's ``__code__`` without calling it."""
-    test_a = """
-        import dis
-        from pkg import a
-
-        def test_a():
-            assert "BINARY_OP" in [i.opname for i in dis.get_instructions(a.unused)]
-    """
-    proj = project(tmp_path, textwrap.dedent(test_a))
-    assert built(proj) == {A: "passed", B: "passed"}
-    edit(proj, "return x + y", "return x")
-    explain = memotest("explain", A, cwd=proj).stdout.decode()
-    assert "unused changed" in explain, explain
-    assert built(proj) == {A: "failed", B: "cached"}
+    # (The runs that imported a copy of pkg/a.py re-run: not asserted either way.)
+    assert {t: s for t, s in built(proj).items() if t in (A, B, sig)} == {
+        A: unread,
+        B: unread,
+        sig: unread,
+    }
+    for m, (old, new) in SEEN.items():
+        edit(proj, old, new, f"pkg/{m}.py")
+    each_passed = dict.fromkeys(each.values(), "passed")
+    code, out, st = build_statuses(proj, "--pytest", "-v")
+    assert code == 1 and st == {
+        A: "cached",
+        B: "cached",
+        sig: "failed",
+        **each_passed,
+    }, out
+    for m, target in each.items():  # each by its own module's edit
+        line = next(line for line in out.splitlines() if target in line)
+        assert f"pkg/{m}.py" in line, out
+    edit(proj, "X = 1\n", "X = 1  # a comment\n", "tests/conftest.py")
+    assert built(proj) == {A: "passed", B: "passed", sig: "failed", **each_passed}
 
 
 # A stand-in for Hypothesis's engine, and a test that runs it as a @given test would.
@@ -180,40 +202,43 @@ HYPOTHESIS = (
 )
 
 
-@pytest.mark.parametrize(
-    "how, test_a",
-    [
-        (
-            "its source was read",
-            "import inspect\nfrom pkg import a\n\n"
-            "def test_a():\n    assert 'return' in inspect.getsource(a.used)\n",
-        ),
-        (
-            "a subprocess imported it",
-            "import subprocess, sys\n\n"
-            "def test_a():\n"
-            "    subprocess.run([sys.executable, '-c', 'import pkg.a'], check=True)\n",
-        ),
-        (
-            "the run forked",
-            "import os\nimport pkg\n\n"
-            "def test_a():\n"
-            "    pid = os.fork()\n"
-            "    if pid == 0:\n"
-            "        os._exit(0)\n"
-            "    os.waitpid(pid, 0)\n",
-        ),
-        ("the run used hypothesis", "HYPOTHESIS"),
-    ],
-)
+#: One test file per way the code a run executed cannot be told: each its own target.
+CANNOT_TELL = {
+    "tests/test_source.py": (  # its source was read
+        "import inspect\nfrom pkg import a\n\n"
+        "def test_a():\n    assert 'return' in inspect.getsource(a.used)\n"
+    ),
+    "tests/test_subprocess.py": (  # a subprocess imported it
+        "import subprocess, sys\n\n"
+        "def test_a():\n"
+        "    subprocess.run([sys.executable, '-c', 'import pkg.a'], check=True)\n"
+    ),
+    "tests/test_fork.py": (  # the run forked
+        "import os\nimport pkg\n\n"
+        "def test_a():\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        os._exit(0)\n"
+        "    os.waitpid(pid, 0)\n"
+    ),
+    "tests/test_hypothesis.py": HYPOTHESIS,  # the run used hypothesis
+}
+
+
 @needs_code_noting
-def test_whole_files_when_the_code_run_cannot_be_told(tmp_path, how, test_a):
-    extra = ENGINE if test_a == "HYPOTHESIS" else {}
-    test_a = HYPOTHESIS if test_a == "HYPOTHESIS" else test_a
-    proj = project(tmp_path, test_a, extra)
-    assert built(proj) == {A: "passed", B: "passed"}, how
+def test_whole_files_when_the_code_run_cannot_be_told(tmp_path):
+    """Each such file holds ``pkg/a.py`` whole, not the others (``test_a`` and ``test_b``
+    replay); a file that ran hypothesis is not noted again (its files stay whole anyway:
+    its next runs skip the cost of noting their code)."""
+    proj = project(tmp_path, USES, {**ENGINE, **CANNOT_TELL})
+    whole = dict.fromkeys((f"pytest:{rel}" for rel in CANNOT_TELL), "passed")
+    assert built(proj) == {A: "passed", B: "passed", **whole}
+    hints = json.loads((proj / ".memotest" / "warm.json").read_text())
+    unnoted = [a for entry in hints["interpreters"].values() for a in entry["whole"]]
+    assert any("tests/test_hypothesis.py" in a for a in unnoted), unnoted
+    assert not any("tests/test_a.py" in a or "tests/test_b.py" in a for a in unnoted), unnoted
     edit(proj, "return x + y", "return x * y")  # code no run executed
-    assert built(proj) == {A: "passed", B: "cached"}, how
+    assert built(proj, "-v") == {A: "cached", B: "cached", **whole}
 
 
 def test_whole_files_option_and_fresh_runs(tmp_path):
@@ -223,16 +248,6 @@ def test_whole_files_option_and_fresh_runs(tmp_path):
     edit(proj, "return x + y", "return x * y")
     assert built(proj, "--no-warm") == {A: "passed", B: "passed"}
     assert kinds(proj) == {"file"}  # a fresh process reports no code
-
-
-def test_a_test_file_and_conftest_stay_whole(tmp_path):
-    """pytest shows the lines of what it collects, and rewrites them."""
-    proj = project(tmp_path, USES, {"tests/conftest.py": "X = 1\n"})
-    built(proj)
-    assert kinds(proj, "tests/test_a.py") == {"file"}
-    assert kinds(proj, "tests/conftest.py") == {"file"}
-    edit(proj, "X = 1\n", "X = 1  # a comment\n", "tests/conftest.py")
-    assert built(proj) == {A: "passed", B: "passed"}
 
 
 def test_record_refuses_code_the_file_does_not_have():
@@ -323,19 +338,6 @@ def test_a_deep_recursion_runs_in_a_worker_as_in_a_fresh_process(tmp_path):
     assert st[A] == "passed", out
     assert "ran again, fresh" not in out, out
     assert kinds(proj) == {"code"}, out  # its code was noted
-
-
-@needs_code_noting
-def test_a_file_that_ran_hypothesis_is_not_noted_again(tmp_path):
-    """Its files stay whole anyway: its next runs skip the cost of noting their code."""
-    proj = project(tmp_path, HYPOTHESIS, ENGINE)
-    built(proj)
-    hints = json.loads((proj / ".memotest" / "warm.json").read_text())
-    whole = [a for entry in hints["interpreters"].values() for a in entry["whole"]]
-    assert any("tests/test_a.py" in a for a in whole), whole
-    assert not any("tests/test_b.py" in a for a in whole), whole
-    edit(proj, "return x + y", "return x * y")
-    assert built(proj, "-v") == {A: "passed", B: "cached"}
 
 
 @needs_code_noting
