@@ -82,17 +82,23 @@ PROBES = (
 )
 
 
-def project(root: Path, body: str, how: str) -> Path:
-    """``gen`` an hour older than now, ``src`` two: ``gen`` is the newer."""
+def project(root: Path, bodies: dict[str, str], how: str) -> Path:
+    """One test file per body (``tests/test_NAME.py``, each its own target); ``gen`` an
+    hour older than now, ``src`` two: ``gen`` is the newer."""
     (root / "tests").mkdir(parents=True)
     (root / "memotest.toml").write_text(TOML + (PLAIN if how == "plain" else ""))
     (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:benchmark\n")
-    (root / "tests" / "test_it.py").write_text(
-        "import os, subprocess, threading\nfrom pathlib import Path\n\n\n"
-        f"def test_it():\n    {body}\n"
-    )
+    for name, body in bodies.items():
+        (root / "tests" / f"test_{name.replace('-', '_')}.py").write_text(
+            "import os, subprocess, threading\nfrom pathlib import Path\n\n\n"
+            f"def test_it():\n    {body}\n"
+        )
     aged_pair(root)
     return root
+
+
+def target(how: str, name: str) -> str:
+    return HOW[how][0].replace("test_it", f"test_{name.replace('-', '_')}")
 
 
 def env() -> dict[str, str]:
@@ -108,29 +114,27 @@ def statuses(root: Path, how: str) -> dict[str, str]:
 
 
 #: The warm runs try every attack; the plain ones the main entry points.
-CASES = [(name, "warm") for name in sorted(ATTACKS)] + [
-    (name, "plain") for name in ("getmtime", "os-stat", "probe-then-stat", "shell-test-nt")
-]
-
-
-@pytest.mark.parametrize(("name", "how"), CASES)
-def test_a_comparison_of_times_in_a_pytest_run_reruns_when_the_order_flips(tmp_path, name, how):
-    root, name = project(tmp_path / "p", ATTACKS[name], how), HOW[how][0]
-    assert statuses(root, how) == {name: "passed"}
-    assert statuses(root, how) == {name: "cached"}
-    flip(root)
-    assert statuses(root, how) == {name: "failed"}
+ATTACKED = {
+    "warm": sorted(ATTACKS),
+    "plain": ["getmtime", "os-stat", "probe-then-stat", "shell-test-nt"],
+}
 
 
 @pytest.mark.parametrize("how", sorted(HOW))
-def test_a_run_that_only_probes_the_files_replays_when_their_order_flips(tmp_path, how):
-    root, name = project(tmp_path / "p", PROBES, how), HOW[how][0]
-    assert statuses(root, how) == {name: "passed"}
-    assert statuses(root, how) == {name: "cached"}
+def test_a_comparison_of_times_in_a_pytest_run_reruns_when_the_order_flips(tmp_path, how):
+    """Each attack is a test file of its own (its own target and record): a flip of the
+    order re-runs each, and fails it. Beside them, a test file that only probes the same
+    two files (``probes``) replays after the flip, and runs again when a file it probed
+    is deleted."""
+    bodies = {name: ATTACKS[name] for name in ATTACKED[how]}
+    root = project(tmp_path / "p", {**bodies, "probes": PROBES}, how)
+    attacks, probes = [target(how, name) for name in bodies], target(how, "probes")
+    assert statuses(root, how) == {**dict.fromkeys(attacks, "passed"), probes: "passed"}
+    assert statuses(root, how) == {**dict.fromkeys(attacks, "cached"), probes: "cached"}
     flip(root)
-    assert statuses(root, how) == {name: "cached"}
+    assert statuses(root, how) == {**dict.fromkeys(attacks, "failed"), probes: "cached"}
     (root / "gen").unlink()  # what the probes did see is still held
-    assert statuses(root, how) == {name: "failed"}
+    assert statuses(root, how)[probes] == "failed"
 
 
 #: The probes of each kind, then a stat for times: under the shim, the probed files are
