@@ -6,6 +6,7 @@ executed re-runs the run that looked."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -43,41 +44,31 @@ TESTS = {
         "    assert fn.co_code == CODE\n"
     ),
 }
-#: Imports the file and runs only ``used``: held by that code, it replays the edit (where
-#: code is noted), so a file kept whole for one run is not kept whole for every run.
-PLAIN = "from pkg import a\n\ndef test_a():\n    assert a.used(1) == 2\n"
 
 
-def built(proj: Path) -> dict[str, str]:
-    code, out, st = build_statuses(proj, "--pytest")
+def built(proj: Path) -> str:
+    """The status of ``tests/test_a.py``, bytecode not written (a ``.pyc`` is another
+    matter: :func:`test_code_objects_a_test_reads_from_a_pyc_it_did_not_write`)."""
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    code, out, st = build_statuses(proj, "--pytest", env=env)
     assert code in (0, 1), out
-    return st
+    return st[A]
 
 
-def test_a_file_looked_at_otherwise_than_by_an_import_stays_whole(tmp_path):
-    """One test file per way of looking (each its own target and record), and one that
-    only imports: an edit to a function no run executed re-runs each that looked."""
+@pytest.mark.parametrize("how", sorted(TESTS))
+def test_a_file_looked_at_otherwise_than_by_an_import_stays_whole(tmp_path, how):
     ns: dict = {}
     exec(compile(PKG_A, "a.py", "exec"), ns)
-    tests = {
-        f"tests/test_{how}.py": test.format(
-            size=len(PKG_A.encode()), code=ns["unused"].__code__.co_code
-        )
-        for how, test in TESTS.items()
-    }
+    test = TESTS[how].format(size=len(PKG_A.encode()), code=ns["unused"].__code__.co_code)
     proj = write_tree(
         tmp_path / "p",
         {"pytest.ini": "[pytest]\n", "pkg/__init__.py": "", "pkg/a.py": PKG_A},
     )
     (proj / "tests").mkdir()
-    for rel, text in {**tests, "tests/test_plain.py": PLAIN}.items():
-        (proj / rel).write_text(text)
-    looked = {f"pytest:{rel}" for rel in tests}
-    plain = "pytest:tests/test_plain.py"
-    assert built(proj) == {**dict.fromkeys(looked, "passed"), plain: "passed"}
-    (proj / "pkg/a.py").write_text(EDITED)  # a function no run executed
-    unread = "cached" if sys.version_info >= (3, 11) else "passed"  # 3.10: files whole
-    assert built(proj) == {**dict.fromkeys(looked, "failed"), plain: unread}
+    (proj / "tests/test_a.py").write_text(test)
+    assert built(proj) == "passed"
+    (proj / "pkg/a.py").write_text(EDITED)  # a function the run did not execute
+    assert built(proj) == "failed"
 
 
 @pytest.mark.xfail(
@@ -105,6 +96,35 @@ def test_the_mtime_order_of_a_file_stat_ed_by_the_test(tmp_path):
     past = time.time_ns() - 3_600 * 10**9
     os.utime(proj / "pkg/a.py", ns=(past, past))
     os.utime(proj / "pkg/b.py", ns=(past + 10**9, past + 10**9))
-    assert built(proj)[A] == "passed"
+    assert built(proj) == "passed"
     os.utime(proj / "pkg/a.py", ns=(past + 2 * 10**9, past + 2 * 10**9))  # now the newer
-    assert built(proj)[A] == "failed"
+    assert built(proj) == "failed"
+
+
+@pytest.mark.xfail(
+    sys.version_info >= (3, 11),  # 3.10 notes no code: the file is whole, the test holds
+    strict=True,
+    reason="a false skip: a .pyc is in no record (__pycache__ is ignored), and the test's "
+    "get_code read it, not the source, so pkg/a.py is held by the code that ran; with "
+    "bytecode written (the default, and CI) the get_code case above fails so too",
+)
+def test_code_objects_a_test_reads_from_a_pyc_it_did_not_write(tmp_path):
+    """As the ``get_code`` case above, with bytecode written, and the cache there before
+    the run (another run, an earlier pytest, ``compileall``): the loader hands the test the
+    ``.pyc``'s code, and an edit of the function it compares must run it again."""
+    ns: dict = {}
+    exec(compile(PKG_A, "a.py", "exec"), ns)
+    test = TESTS["get_code"].format(code=ns["unused"].__code__.co_code)
+    proj = write_tree(
+        tmp_path / "p",
+        {"pytest.ini": "[pytest]\n", "pkg/__init__.py": "", "pkg/a.py": PKG_A},
+    )
+    (proj / "tests").mkdir()
+    (proj / "tests/test_a.py").write_text(test)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(proj / "pkg")], check=True)
+    _, out, st = build_statuses(proj, "--pytest", env=env)
+    assert st[A] == "passed", out
+    (proj / "pkg/a.py").write_text(EDITED)  # a function the run did not execute
+    _, out, st = build_statuses(proj, "--pytest", env=env)
+    assert st[A] == "failed", out
