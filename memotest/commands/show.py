@@ -4,22 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter
+from typing import TYPE_CHECKING
 
-from memotest import plugins, testcases
-from memotest.build import select
-from memotest.commands.common import (
-    add_file_option,
-    last_used,
-    load_or_recorded,
-    open_store,
-    targets_after_pytest,
-    wipe_store,
-)
+from memotest import plugins
+from memotest.commands.options import add_file_option
 from memotest.errors import UsageError
 from memotest.plugins import Config, load_project
-from memotest.store import Store, StoreError
-from memotest.textsafe import printable
+
+if TYPE_CHECKING:
+    from memotest.store import Store
+
+# What looking into the store needs is imported by the commands that do (every command's
+# parser is built on each start).
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -72,6 +68,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def show(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from memotest.build import select
+    from memotest.commands.common import (
+        last_used,
+        load_or_recorded,
+        open_store,
+        targets_after_pytest,
+    )
+
     named = targets_after_pytest(args, [args.target] if args.target else [], "show")
     if len(named) != 1:
         raise UsageError(f"show: name one target, not {len(named)}: {' '.join(named)}")
@@ -120,6 +126,10 @@ def show(args: argparse.Namespace) -> int:
 def show_tests(name: str, digest: str | None, store: Store, *, verbose: bool) -> int:
     """``show --tests``: each recorded test's outcome and duration, in the order they ran
     (with ``-v``, the failure text of those that did not pass)."""
+    from memotest import testcases
+    from memotest.store import StoreError
+    from memotest.textsafe import printable
+
     if not digest:
         print(f"{name}: its run reported no tests (only --pytest targets do)")
         return 0
@@ -138,6 +148,8 @@ def show_tests(name: str, digest: str | None, store: Store, *, verbose: bool) ->
 
 
 def list_targets(args: argparse.Namespace) -> int:
+    from memotest.commands.common import last_used, load_or_recorded, open_store
+
     project, recorded = load_or_recorded(Config(args), None)
     if recorded is not None:
         width = max(len(n) for n in recorded.records)
@@ -172,6 +184,8 @@ def list_targets(args: argparse.Namespace) -> int:
 def clean(args: argparse.Namespace) -> int:
     """Deletes the store, whatever is there, reading nothing in it (so it works on a
     damaged one); with ``--gc``, opens it (setting a damaged part aside) and collects."""
+    from memotest.commands.common import open_store, wipe_store
+
     project = load_project(Config(args))
     if not args.gc:
         wipe_store(project)

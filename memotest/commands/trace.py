@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
 
 from memotest.errors import UsageError
-from memotest.tracer.run import TracedRun
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -28,6 +26,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import json
+
+    from memotest.tracer.run import TracedRun  # only here: every start builds this parser
+
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]

@@ -16,8 +16,15 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import psutil
+from memotest.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import psutil
+else:
+    psutil = lazy_module("psutil")  # imported while a run is watched only
+
 
 PR_SET_CHILD_SUBREAPER = 36
 FIRST_INTERVAL = 0.005
