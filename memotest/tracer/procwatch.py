@@ -10,7 +10,6 @@ watched closely and long runs cost little.
 
 from __future__ import annotations
 
-import ctypes
 import math
 import os
 import threading
@@ -21,9 +20,12 @@ from typing import TYPE_CHECKING
 from memotest.lazy import lazy_module
 
 if TYPE_CHECKING:
+    import ctypes
+
     import psutil
-else:
-    psutil = lazy_module("psutil")  # imported while a run is watched only
+else:  # imported while a run is watched only
+    ctypes = lazy_module("ctypes")
+    psutil = lazy_module("psutil")
 
 
 PR_SET_CHILD_SUBREAPER = 36
