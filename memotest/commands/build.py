@@ -6,11 +6,11 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from memotest import plugins
-from memotest.commands.options import add_file_option
+from memotest.commands.options import add_file_option, add_plugin_options
 from memotest.errors import UsageError
 
 if TYPE_CHECKING:
+    from memotest import plugins
     from memotest.config import Project
     from memotest.model import Target
     from memotest.remote import RemoteCache
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 # imported by the functions that build (a --help or --version costs none of it).
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction, plugin_options: bool = True) -> None:
     p = sub.add_parser(
         "build",
         help="run the targets, replaying the results of those whose inputs did not change",
@@ -114,7 +114,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="take results from the remote cache but upload none (MEMOTEST_REMOTE_READ_ONLY=1)",
     )
-    plugins.call("memotest_addoption", parser=p, pluginmanager=plugins.manager())
+    add_plugin_options(p, plugin_options)
     p.set_defaults(run=run)
 
 
@@ -129,11 +129,15 @@ def _fraction(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    from memotest import plugins
+
     with plugins.configured(args) as config:
         return build(config)
 
 
 def build(config: plugins.Config) -> int:
+    from memotest import plugins
+
     args = config.options
     # Created before the targets are loaded: a loader's memoized collection forks from it.
     pool = config.worker_pool = None if args.no_warm else warm_pool(config)
@@ -147,6 +151,7 @@ def build(config: plugins.Config) -> int:
 
 
 def _build(config: plugins.Config, project: Project) -> int:
+    from memotest import plugins
     from memotest.build import Build, Options, interrupt_on_sigterm, select
     from memotest.commands.common import open_store
     from memotest.remote import open_remote

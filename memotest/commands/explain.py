@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from memotest import plugins
-from memotest.commands.options import add_file_option
+from memotest.commands.options import add_file_option, add_plugin_options
 
 if TYPE_CHECKING:
+    from memotest import plugins
     from memotest.commands.common import Recorded
     from memotest.fingerprint import FileStates
     from memotest.plan import Fresh, Stale
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 # each start).
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction, plugin_options: bool = True) -> None:
     p = sub.add_parser(
         "explain",
         help="say why a target would run, naming the path, variable or field that changed",
@@ -39,11 +39,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="tests: say which tests of a stale test file would run, and why",
     )
     add_file_option(p)
-    plugins.call("memotest_addoption", parser=p, pluginmanager=plugins.manager())
+    add_plugin_options(p, plugin_options)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from memotest import plugins
+
     with plugins.configured(args) as config:
         return explain(config)
 

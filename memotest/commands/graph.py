@@ -7,7 +7,7 @@ import argparse
 from memotest.commands.options import add_file_option
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction, plugin_options: bool = True) -> None:
     p = sub.add_parser(
         "graph",
         help="show which targets never run together, and why",

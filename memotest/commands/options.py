@@ -5,6 +5,15 @@ from __future__ import annotations
 import argparse
 
 
+def add_plugin_options(p: argparse.ArgumentParser, load: bool) -> None:
+    """The plugins' options of a command's parser (``memotest_addoption``); with ``load``
+    False (no command was named: ``--version``, ``--help``), no plugin is loaded or asked."""
+    if load:
+        from memotest import plugins
+
+        plugins.call("memotest_addoption", parser=p, pluginmanager=plugins.manager())
+
+
 def add_file_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-f",

@@ -6,10 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from memotest import plugins
-from memotest.commands.options import add_file_option
+from memotest.commands.options import add_file_option, add_plugin_options
 from memotest.errors import UsageError
-from memotest.plugins import Config, load_project
 
 if TYPE_CHECKING:
     from memotest.store import Store
@@ -18,7 +16,7 @@ if TYPE_CHECKING:
 # parser is built on each start).
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction, plugin_options: bool = True) -> None:
     p = sub.add_parser(
         "show",
         help="show a target's recorded inputs, outputs and log",
@@ -36,7 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "-v", "--verbose", action="store_true", help="with --tests, each failure's text too"
     )
     add_file_option(p)
-    plugins.call("memotest_addoption", parser=p, pluginmanager=plugins.manager())
+    add_plugin_options(p, plugin_options)
     p.set_defaults(run=show)
 
     p = sub.add_parser(
@@ -45,7 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="List the targets of the targets file.",
     )
     add_file_option(p)
-    plugins.call("memotest_addoption", parser=p, pluginmanager=plugins.manager())
+    add_plugin_options(p, plugin_options)
     p.set_defaults(run=list_targets)
 
     p = sub.add_parser(
@@ -77,6 +75,7 @@ def show(args: argparse.Namespace) -> int:
         open_store,
         targets_after_pytest,
     )
+    from memotest.plugins import Config
 
     named = targets_after_pytest(args, [args.target] if args.target else [], "show")
     if len(named) != 1:
@@ -149,6 +148,7 @@ def show_tests(name: str, digest: str | None, store: Store, *, verbose: bool) ->
 
 def list_targets(args: argparse.Namespace) -> int:
     from memotest.commands.common import last_used, load_or_recorded, open_store
+    from memotest.plugins import Config
 
     project, recorded = load_or_recorded(Config(args), None)
     if recorded is not None:
@@ -185,6 +185,7 @@ def clean(args: argparse.Namespace) -> int:
     """Deletes the store, whatever is there, reading nothing in it (so it works on a
     damaged one); with ``--gc``, opens it (setting a damaged part aside) and collects."""
     from memotest.commands.common import open_store, wipe_store
+    from memotest.plugins import Config, load_project
 
     project = load_project(Config(args))
     if not args.gc:

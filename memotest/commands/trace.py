@@ -10,7 +10,7 @@ import sys
 from memotest.errors import UsageError
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction, plugin_options: bool = True) -> None:
     p = sub.add_parser(
         "trace",
         help="run a command under the tracer and print what it touched as JSON",
