@@ -21,6 +21,7 @@ import signal
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from memotest import plugins, schedule
 from memotest.audit import Audit
@@ -33,14 +34,14 @@ from memotest.model import Target
 from memotest.observe import file_states
 from memotest.plan import Fresh, Stale
 from memotest.plugins import Config
-from memotest.remote.cache import RemoteCache
-from memotest.remote.durations import publish_durations
-from memotest.remote.fetch import fetch
 from memotest.report import Summary, TargetResult
 from memotest.runner import Runner
 from memotest.step import Step
 from memotest.store import Record, Store
 from memotest.tracer.warm.pool import WorkerPool
+
+if TYPE_CHECKING:
+    from memotest.remote.cache import RemoteCache
 
 
 @dataclass
@@ -161,6 +162,8 @@ class Build:
         finally:
             self.runner.close()
             if self.remote is not None and not self.remote.aborted:
+                from memotest.remote.durations import publish_durations
+
                 ran = {r.name: r.duration for r in self.summary.results if r.status != "cached"}
                 with self.remote.phase() as until:  # the upload phase: remote_timeout at most
                     publish_durations(self.remote, self.targets_file, ran)  # for --shard
@@ -176,6 +179,8 @@ class Build:
         among those that may run, and the queue they wait in."""
         self.verdicts = self.step.check(targets, self.store)
         if self.remote is not None and self.store is not None:
+            from memotest.remote.fetch import fetch  # with a remote only (http.client, ssl)
+
             self.verdicts.update(fetch(self.remote, self.step, self.store, targets, self.verdicts))
         self.audit.choose(self.verdicts, self.summary)
         records: dict[str, Record | None] = {n: v.record for n, v in self.verdicts.items()}

@@ -17,6 +17,8 @@ from memotest.signals import uniform_terminal_signals
 from memotest.textsafe import safe_streams
 
 COMMANDS = (build, explain, show, graph, trace)
+#: The words that name a command (``show`` adds ``list`` and ``clean``).
+COMMAND_NAMES = frozenset(("build", "explain", "show", "list", "clean", "graph", "trace"))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -25,7 +27,9 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{command}: {message}" if command else message)
 
 
-def make_parser() -> argparse.ArgumentParser:
+def make_parser(plugin_options: bool = True) -> argparse.ArgumentParser:
+    """The command line's parser; ``plugin_options`` False leaves the plugins' options out
+    of the commands' parsers, and the plugins unloaded (for a line naming no command)."""
     parser = _Parser(
         prog="memotest",
         description="Run test targets as memoized build steps.",
@@ -33,16 +37,24 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"memotest {__version__}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
     for command in COMMANDS:
-        command.add_parser(sub)
+        command.add_parser(sub, plugin_options)
     return parser
+
+
+def names_a_command(argv: Sequence[str]) -> bool:
+    """Whether a word of ``argv`` is a command's name: else (``--version``, ``--help``, a
+    mistyped command) the line is answered without loading the plugins. A word that only
+    looks like one (an option's value) loads them too, as every line did before."""
+    return any(word in COMMAND_NAMES for word in argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     safe_streams()  # a path that is not UTF-8 is printed with a backslash escape
     uniform_terminal_signals()  # nohup and background jobs: not seen by the runs (nor keyed)
     try:
-        parser = make_parser()  # loads the plugins, which may be wrong
-        args = parser.parse_args(argv)
+        words = sys.argv[1:] if argv is None else list(argv)
+        parser = make_parser(names_a_command(words))  # loads the plugins, which may be wrong
+        args = parser.parse_args(words)
         if not hasattr(args, "run"):
             parser.print_help(sys.stderr)
             return 2

@@ -13,15 +13,21 @@ may start and reaps what finished, through a command runner:
 
 from __future__ import annotations
 
-import concurrent.futures as cf
+from typing import TYPE_CHECKING
 
 from memotest import faults
 from memotest.jobserver import Jobserver
+from memotest.lazy import lazy_module
 from memotest.model import Outcome, Target
 from memotest.plan import Fresh, Stale
 from memotest.report import TargetResult
 from memotest.step import Step
 from memotest.store import Store
+
+if TYPE_CHECKING:
+    import concurrent.futures as cf
+else:
+    cf = lazy_module("concurrent.futures")  # imported when a target runs (logging, queue...)
 
 #: How often the loop looks for a jobserver token it asked for while runs go on.
 TOKEN_POLL_S = 0.05
@@ -39,7 +45,15 @@ class RealCommandRunner:
         self.running: dict[cf.Future[Outcome], Target] = {}
         self.jobserver = Jobserver.from_environ() if jobs > 1 else None
         self.asked = False  # a token was requested and not yet granted
-        self.pool = cf.ThreadPoolExecutor(max_workers=jobs)
+        self._pool: cf.ThreadPoolExecutor | None = None  # made by the first run
+
+    @property
+    def pool(self) -> cf.ThreadPoolExecutor:
+        """The threads the runs go in, made when the first one starts (a no-op build
+        starts none, and imports no ``concurrent.futures``)."""
+        if self._pool is None:
+            self._pool = cf.ThreadPoolExecutor(max_workers=self.jobs)
+        return self._pool
 
     def settle(self, target: Target, verdict: Fresh | Stale) -> TargetResult | None:
         """A checked target's result if it needs no run (fresh: replayed), else None."""
@@ -107,13 +121,15 @@ class RealCommandRunner:
     def abort(self) -> None:
         """Ctrl-C: ends every running target's whole process tree."""
         self.step.runner.kill_all()
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
     def close(self) -> None:
         """Gives make its tokens back; waits for the threads."""
         if self.jobserver is not None:
             self.jobserver.close()
-        self.pool.shutdown(wait=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
 
 
 class DryRunCommandRunner:

@@ -23,15 +23,12 @@ inside other tools (tox, nox, make) share it; it holds no per-command state.
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import os
 import sys
-import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -39,6 +36,7 @@ from typing import Any
 import pluggy
 
 from memotest import hookspecs
+from memotest.entrypoints import entry_points  # importlib.metadata's, without importing it
 from memotest.errors import ConfigError, UsageError
 
 BUILTIN = (
@@ -67,6 +65,8 @@ class PluginManager(pluggy.PluginManager):
             for impl in caller.get_hookimpls():
                 if impl.optionalhook:
                     continue
+                import difflib
+
                 hint = difflib.get_close_matches(name, known, n=1)
                 raise UsageError(
                     f"plugin {impl.plugin_name!r} defines {name}, which is not a memotest hook"
@@ -95,7 +95,7 @@ def manager() -> PluginManager:
         pm.add_hookspecs(hookspecs)
         for name in BUILTIN:
             pm.register(importlib.import_module(name), name=name.rsplit(".", 1)[1])
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
+        for ep in entry_points(ENTRY_POINT_GROUP):
             if pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
                 continue
             try:
@@ -191,6 +191,8 @@ class PluginError(UsageError):
 
 def blame(exc: BaseException) -> str | None:
     """The name of the registered plugin whose code raised ``exc`` (innermost frame)."""
+    import traceback
+
     pm = manager()
     modules: dict[str, str] = {}
     for name, plugin in pm.list_name_plugin():

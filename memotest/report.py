@@ -6,12 +6,18 @@ plugin :mod:`memotest.builtin.terminal`.
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from memotest.shard import ShardPlan
 from memotest.testcases import TestOutcome
 from memotest.textsafe import printable
+
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
+
+    from memotest.shard import ShardPlan
+
+# xml.etree is imported by the JUnit writer, which few builds use (every build imports this).
 
 STATUSES = ("passed", "failed", "cached", "timeout", "error", "skipped")
 
@@ -142,6 +148,8 @@ def write_junit(summary: Summary, path: str) -> None:
     names, failures, errors and skips), each with a property ``memotest.cached``
     (``true`` when replayed). Any other target is one test case: cached ones pass with a
     ``cached`` property, skipped ones are ``<skipped/>``."""
+    import xml.etree.ElementTree as ET
+
     cases: list[ET.Element] = []
     for r in summary.results:
         cases.extend(_test_cases(r))
@@ -168,6 +176,8 @@ def write_junit(summary: Summary, path: str) -> None:
 
 def _target_case(r: TargetResult) -> ET.Element:
     """The one test case of a target that did not report its tests."""
+    import xml.etree.ElementTree as ET
+
     case = ET.Element("testcase", classname="memotest", name=printable(r.name))
     case.set("time", f"{r.duration:.3f}")
     log = _xml_text(r.log.decode("utf-8", "replace"))
@@ -185,6 +195,8 @@ def _target_case(r: TargetResult) -> ET.Element:
 
 def _test_cases(r: TargetResult) -> list[ET.Element]:
     """The test cases of a target's tests, each marked ``memotest.cached``."""
+    import xml.etree.ElementTree as ET
+
     out: list[ET.Element] = []
     for t in r.tests or ():
         elements = []
@@ -209,6 +221,8 @@ def _test_cases(r: TargetResult) -> list[ET.Element]:
 
 def _plain_case(t: TestOutcome) -> ET.Element:
     """A test case made from an outcome without the runner's own JUnit element."""
+    import xml.etree.ElementTree as ET
+
     file, _, rest = t.id.partition("::")
     parts = rest.split("::") if rest else []
     dotted = file.replace("/", ".").removesuffix(".py")

@@ -136,6 +136,9 @@ class Runner:
             with self._lock:
                 self._running.add(traced)
             try:
+                if self.interrupted.is_set():  # kill_all looked before this run was listed
+                    with contextlib.suppress(Exception):
+                        traced.kill(grace=0.5)
                 code = traced.wait(target.timeout)
                 status = "passed"
                 if code is None:

@@ -21,10 +21,17 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 import re
-import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from memotest.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import socket
+else:
+    socket = lazy_module("socket")  # imported when a host name is looked up
 
 IP = ipaddress.IPv4Address | ipaddress.IPv6Address
 

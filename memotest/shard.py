@@ -22,7 +22,6 @@ runs whatever no shard ran.
 from __future__ import annotations
 
 import re
-import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -96,6 +95,8 @@ def _weights(names: Iterable[str], durations: Mapping[str, float | None]) -> dic
     store's durations and the remote's split alike), or the median of the known ones."""
     names = list(names)
     known = {n: round(d, 3) for n in names if (d := durations.get(n)) is not None and d >= 0}
+    import statistics  # here: every build imports this module, few shard
+
     fallback = statistics.median(known.values()) if known else DEFAULT_SECONDS
     return {n: known.get(n, fallback) for n in names}
 

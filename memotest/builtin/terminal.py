@@ -15,14 +15,16 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from memotest.hookspecs import hookimpl
 from memotest.model import Target
 from memotest.plugins import Config
 from memotest.report import STATUSES, Summary, TargetResult
-from memotest.shard import ShardPlan
 from memotest.testcases import describe
+
+if TYPE_CHECKING:
+    from memotest.shard import ShardPlan
 
 NAME = "terminalreporter"
 

@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
-from memotest import plugins
-from memotest.build import Build, Options, interrupt_on_sigterm, select
-from memotest.commands.common import add_file_option, open_store
-from memotest.config import Project
+from memotest.commands.options import add_file_option, add_plugin_options
 from memotest.errors import UsageError
-from memotest.model import Target
-from memotest.remote import RemoteCache, open_remote
-from memotest.remote.durations import fetch_durations
-from memotest.shard import parse_shard, plan_shards
-from memotest.store import Store
-from memotest.tracer.warm.pool import WorkerPool
+
+if TYPE_CHECKING:
+    from memotest import plugins
+    from memotest.config import Project
+    from memotest.model import Target
+    from memotest.remote import RemoteCache
+    from memotest.store import Store
+    from memotest.tracer.warm.pool import WorkerPool
+
+# The command line is parsed before anything is built: what only building needs is
+# imported by the functions that build (a --help or --version costs none of it).
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction, plugin_options: bool = True) -> None:
     p = sub.add_parser(
         "build",
         help="run the targets, replaying the results of those whose inputs did not change",
@@ -111,7 +114,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="take results from the remote cache but upload none (MEMOTEST_REMOTE_READ_ONLY=1)",
     )
-    plugins.call("memotest_addoption", parser=p, pluginmanager=plugins.manager())
+    add_plugin_options(p, plugin_options)
     p.set_defaults(run=run)
 
 
@@ -126,11 +129,15 @@ def _fraction(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    from memotest import plugins
+
     with plugins.configured(args) as config:
         return build(config)
 
 
 def build(config: plugins.Config) -> int:
+    from memotest import plugins
+
     args = config.options
     # Created before the targets are loaded: a loader's memoized collection forks from it.
     pool = config.worker_pool = None if args.no_warm else warm_pool(config)
@@ -144,10 +151,19 @@ def build(config: plugins.Config) -> int:
 
 
 def _build(config: plugins.Config, project: Project) -> int:
+    from memotest import plugins
+    from memotest.build import Build, Options, interrupt_on_sigterm, select
+    from memotest.commands.common import open_store
+    from memotest.remote import open_remote
+
     args = config.options
     pool = config.worker_pool
     targets = select(project, args.targets)
-    shard = parse_shard(args.shard) if args.shard else None
+    shard = None
+    if args.shard:
+        from memotest.shard import parse_shard, plan_shards
+
+        shard = parse_shard(args.shard)
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("build: -j must be at least 1")
     jobs = args.jobs or project.settings.jobs or os.cpu_count() or 1
@@ -199,6 +215,8 @@ def _build(config: plugins.Config, project: Project) -> int:
 
 def warm_pool(config: plugins.Config) -> WorkerPool:
     """This build's warm workers (started on first use, stopped by ``close``)."""
+    from memotest.tracer.warm.pool import WorkerPool
+
     pool = WorkerPool(config=config)
     pool.preload = not config.options.no_preload
     pool.code_level = not config.options.whole_files
@@ -212,6 +230,8 @@ def recorded_durations(
     durations do (:mod:`memotest.remote.durations`); absent: never recorded."""
     if store is None:
         return {}
+    from memotest.remote.durations import fetch_durations
+
     records = store.records([t.name for t in targets])
     out: dict[str, float | None] = {name: rec.duration for name, rec in records.items()}
     if remote is not None and len(out) < len(targets):

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from memotest import plugins
+from memotest.commands.options import add_file_option
 from memotest.config import Project, Settings
 from memotest.errors import ConfigError, UsageError
 from memotest.roots import of as roots_of
@@ -20,23 +21,7 @@ from memotest.store import STORE_DIR, Record, Store, StoreDamaged, StoreError, S
 LOCK_WAIT = 600.0
 
 T = TypeVar("T")
-
-
-def add_file_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "-f",
-        "--file",
-        metavar="FILE",
-        help="the targets file: memotest.toml/.yaml, or a file a plugin reads (tox.ini, "
-        "noxfile.py, Makefile, BUILD); default: memotest.toml here or in a parent, else "
-        "what a plugin recognises here",
-    )
-    p.add_argument(
-        "--from",
-        dest="source",
-        metavar="NAME",
-        help="load the targets with the named plugin (e.g. tox, nox, make, rules)",
-    )
+__all__ = ["add_file_option"]  # also here, where it was first
 
 
 def open_store(project: Project, *, lock: bool) -> Store:

@@ -3,27 +3,21 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from memotest import plugins
-from memotest.build import select
-from memotest.commands.common import (
-    Recorded,
-    add_file_option,
-    load_or_recorded,
-    open_store,
-    targets_after_pytest,
-)
-from memotest.fingerprint import FileStates
-from memotest.keys import TargetKey, target_key
-from memotest.model import Target
-from memotest.observe import file_states
-from memotest.plan import Fresh, Stale, describe_all, plan
-from memotest.roots import of as roots_of
-from memotest.select import decide
-from memotest.shaping import granted
+from memotest.commands.options import add_file_option, add_plugin_options
+
+if TYPE_CHECKING:
+    from memotest import plugins
+    from memotest.commands.common import Recorded
+    from memotest.fingerprint import FileStates
+    from memotest.plan import Fresh, Stale
+
+# What explaining needs is imported when explaining (every command's parser is built on
+# each start).
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction, plugin_options: bool = True) -> None:
     p = sub.add_parser(
         "explain",
         help="say why a target would run, naming the path, variable or field that changed",
@@ -45,16 +39,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="tests: say which tests of a stale test file would run, and why",
     )
     add_file_option(p)
-    plugins.call("memotest_addoption", parser=p, pluginmanager=plugins.manager())
+    add_plugin_options(p, plugin_options)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from memotest import plugins
+
     with plugins.configured(args) as config:
         return explain(config)
 
 
 def explain(config: plugins.Config) -> int:
+    from memotest.build import select
+    from memotest.commands.common import load_or_recorded, open_store, targets_after_pytest
+    from memotest.keys import target_key
+    from memotest.observe import file_states
+    from memotest.plan import Stale, plan
+    from memotest.roots import of as roots_of
+    from memotest.select import decide
+    from memotest.shaping import granted
+
     args = config.options
     args.targets = targets_after_pytest(args, args.targets, "explain")
     project, recorded = load_or_recorded(config, args.targets)
@@ -93,6 +98,8 @@ def say(
 ) -> None:
     """One line per target; ``parts``: the tests a stale one would run (``--select``);
     with ``states`` (``-v``), every changed input of a stale one, a line each."""
+    from memotest.plan import Fresh, describe_all
+
     for name, v in verdicts.items():
         if isinstance(v, Fresh):
             print(f"{name}: up to date (last run passed in {v.record.duration:.1f}s)")
@@ -110,6 +117,12 @@ def explain_records(recorded: Recorded, verbose: bool = False) -> int:
     """``explain`` for records no targets file defines: their inputs are checked; their
     definition and environment belong to the tool that recorded them (tox, make, nox),
     which checks them itself, so they are taken as recorded."""
+    from memotest.commands.common import open_store
+    from memotest.keys import TargetKey
+    from memotest.model import Target
+    from memotest.observe import file_states
+    from memotest.plan import plan
+
     records = recorded.records
     targets = [Target(name, "", str(recorded.root)) for name in records]
     keys = {

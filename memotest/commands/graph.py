@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 
-from memotest import schedule
-from memotest.commands.common import add_file_option, open_store
-from memotest.plugins import Config, load_project
+from memotest.commands.options import add_file_option
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction, plugin_options: bool = True) -> None:
     p = sub.add_parser(
         "graph",
         help="show which targets never run together, and why",
@@ -25,6 +22,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import json
+
+    from memotest import schedule
+    from memotest.commands.common import open_store
+    from memotest.plugins import Config, load_project
+
     project = load_project(Config(args))
     targets = list(project.targets.values())
     serial = schedule.serial_order(targets)

@@ -4,25 +4,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter
+from typing import TYPE_CHECKING
 
-from memotest import plugins, testcases
-from memotest.build import select
-from memotest.commands.common import (
-    add_file_option,
-    last_used,
-    load_or_recorded,
-    open_store,
-    targets_after_pytest,
-    wipe_store,
-)
+from memotest.commands.options import add_file_option, add_plugin_options
 from memotest.errors import UsageError
-from memotest.plugins import Config, load_project
-from memotest.store import Store, StoreError
-from memotest.textsafe import printable
+
+if TYPE_CHECKING:
+    from memotest.store import Store
+
+# What looking into the store needs is imported by the commands that do (every command's
+# parser is built on each start).
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction, plugin_options: bool = True) -> None:
     p = sub.add_parser(
         "show",
         help="show a target's recorded inputs, outputs and log",
@@ -40,7 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "-v", "--verbose", action="store_true", help="with --tests, each failure's text too"
     )
     add_file_option(p)
-    plugins.call("memotest_addoption", parser=p, pluginmanager=plugins.manager())
+    add_plugin_options(p, plugin_options)
     p.set_defaults(run=show)
 
     p = sub.add_parser(
@@ -49,7 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="List the targets of the targets file.",
     )
     add_file_option(p)
-    plugins.call("memotest_addoption", parser=p, pluginmanager=plugins.manager())
+    add_plugin_options(p, plugin_options)
     p.set_defaults(run=list_targets)
 
     p = sub.add_parser(
@@ -72,6 +66,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def show(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from memotest.build import select
+    from memotest.commands.common import (
+        last_used,
+        load_or_recorded,
+        open_store,
+        targets_after_pytest,
+    )
+    from memotest.plugins import Config
+
     named = targets_after_pytest(args, [args.target] if args.target else [], "show")
     if len(named) != 1:
         raise UsageError(f"show: name one target, not {len(named)}: {' '.join(named)}")
@@ -120,6 +125,10 @@ def show(args: argparse.Namespace) -> int:
 def show_tests(name: str, digest: str | None, store: Store, *, verbose: bool) -> int:
     """``show --tests``: each recorded test's outcome and duration, in the order they ran
     (with ``-v``, the failure text of those that did not pass)."""
+    from memotest import testcases
+    from memotest.store import StoreError
+    from memotest.textsafe import printable
+
     if not digest:
         print(f"{name}: its run reported no tests (only --pytest targets do)")
         return 0
@@ -138,6 +147,9 @@ def show_tests(name: str, digest: str | None, store: Store, *, verbose: bool) ->
 
 
 def list_targets(args: argparse.Namespace) -> int:
+    from memotest.commands.common import last_used, load_or_recorded, open_store
+    from memotest.plugins import Config
+
     project, recorded = load_or_recorded(Config(args), None)
     if recorded is not None:
         width = max(len(n) for n in recorded.records)
@@ -172,6 +184,9 @@ def list_targets(args: argparse.Namespace) -> int:
 def clean(args: argparse.Namespace) -> int:
     """Deletes the store, whatever is there, reading nothing in it (so it works on a
     damaged one); with ``--gc``, opens it (setting a damaged part aside) and collects."""
+    from memotest.commands.common import open_store, wipe_store
+    from memotest.plugins import Config, load_project
+
     project = load_project(Config(args))
     if not args.gc:
         wipe_store(project)

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
 
 from memotest.errors import UsageError
-from memotest.tracer.run import TracedRun
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction, plugin_options: bool = True) -> None:
     p = sub.add_parser(
         "trace",
         help="run a command under the tracer and print what it touched as JSON",
@@ -28,6 +26,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import json
+
+    from memotest.tracer.run import TracedRun  # only here: every start builds this parser
+
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]

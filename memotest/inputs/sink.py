@@ -20,11 +20,17 @@ is full), as timing is.
 
 from __future__ import annotations
 
-import socket
+from typing import TYPE_CHECKING
 
 from memotest.inputs.endpoint import EndpointState
+from memotest.lazy import lazy_module
 from memotest.model import Kind
 from memotest.network import quiet_send
+
+if TYPE_CHECKING:
+    import socket
+else:
+    socket = lazy_module("socket")  # imported when a record has a sink to check
 
 
 def sink_there(endpoint: str) -> bool:

@@ -20,20 +20,22 @@ from __future__ import annotations
 
 import errno
 import ipaddress
-import socket
 import sys
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from memotest.inputs.endpoint import EndpointState
+from memotest.lazy import lazy_module
 from memotest.model import Kind
 from memotest.network import unserved_endpoint
 from memotest.services import parse_endpoint
 
-_TYPES = {
-    "stream": socket.SOCK_STREAM,
-    "dgram": socket.SOCK_DGRAM,
-    "seqpacket": socket.SOCK_SEQPACKET,
-}
+if TYPE_CHECKING:
+    import socket
+else:
+    socket = lazy_module("socket")  # imported when a record has an endpoint to check
+
+_TYPES = {"stream": "SOCK_STREAM", "dgram": "SOCK_DGRAM", "seqpacket": "SOCK_SEQPACKET"}
 
 
 def _udp_table(
@@ -81,7 +83,8 @@ def udp_bound(address: str) -> bool:
 
 def unix_refused(socktype: str, path: str) -> bool:
     """Whether a connect to the Unix ``path`` with a socket of ``socktype`` is refused."""
-    with socket.socket(socket.AF_UNIX, _TYPES.get(socktype, socket.SOCK_STREAM)) as s:
+    kind = getattr(socket, _TYPES.get(socktype, "SOCK_STREAM"))
+    with socket.socket(socket.AF_UNIX, kind) as s:
         s.setblocking(False)
         try:
             s.connect(path)

@@ -26,12 +26,32 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from memotest.config import Settings
 from memotest.errors import UsageError
-from memotest.remote.backends import DEFAULT_MAX_ANSWER, DEFAULT_TIMEOUT, open_backend
-from memotest.remote.cache import RemoteCache, summary_line
-from memotest.remote.wire import Signer
+
+if TYPE_CHECKING:
+    from memotest.config import Settings
+    from memotest.remote.backends import DEFAULT_MAX_ANSWER, DEFAULT_TIMEOUT
+    from memotest.remote.cache import RemoteCache, summary_line
+
+# A build without a remote only asks remote_url: the rooms (http.client, ssl: a tenth of a
+# no-op build's start) are imported when a remote is used, and the names below on first use.
+_LAZY = {
+    "DEFAULT_MAX_ANSWER": "memotest.remote.backends",
+    "DEFAULT_TIMEOUT": "memotest.remote.backends",
+    "RemoteCache": "memotest.remote.cache",
+    "summary_line": "memotest.remote.cache",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_MAX_ANSWER",
@@ -69,6 +89,10 @@ def open_remote(
     url = remote_url(options, settings, environ)
     if not url:
         return None
+    from memotest.remote.backends import DEFAULT_MAX_ANSWER, DEFAULT_TIMEOUT, open_backend
+    from memotest.remote.cache import RemoteCache
+    from memotest.remote.wire import Signer
+
     signer = Signer(remote_key(environ))
     timeout = getattr(settings, "remote_timeout", None) or DEFAULT_TIMEOUT
     max_answer = getattr(settings, "remote_max_answer", None) or DEFAULT_MAX_ANSWER

@@ -34,15 +34,20 @@ import errno
 import os
 from collections import Counter
 from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING
 
-import psutil
-
+from memotest.lazy import lazy_module
 from memotest.model import ORDERLESS_PROGRAMS, Incomplete, ProcessInfo, Trace
 from memotest.network import unix_path_not_there
 from memotest.tracer.elf import loads_the_shim, why_untraceable
 from memotest.tracer.listing_reports import Listings, combined
 from memotest.tracer.log import Event
 from memotest.tracer.procwatch import Seen
+
+if TYPE_CHECKING:
+    import psutil
+else:
+    psutil = lazy_module("psutil")  # imported while a run is watched only
 
 PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
 #: Under a pseudo root, but real files: ``/dev/shm`` is a tmpfs (POSIX shared memory and

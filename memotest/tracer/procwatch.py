@@ -10,14 +10,23 @@ watched closely and long runs cost little.
 
 from __future__ import annotations
 
-import ctypes
 import math
 import os
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import psutil
+from memotest.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import ctypes
+
+    import psutil
+else:  # imported while a run is watched only
+    ctypes = lazy_module("ctypes")
+    psutil = lazy_module("psutil")
+
 
 PR_SET_CHILD_SUBREAPER = 36
 FIRST_INTERVAL = 0.005

@@ -10,15 +10,19 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-import psutil
-
+from memotest.lazy import lazy_module
 from memotest.model import Incomplete, Trace
 from memotest.tracer import listing_reports, shim
 from memotest.tracer.collect import build_trace
 from memotest.tracer.log import read as read_log
 from memotest.tracer.procwatch import ProcessWatcher, become_subreaper
+
+if TYPE_CHECKING:
+    import psutil
+else:
+    psutil = lazy_module("psutil")  # imported while a run is watched only
 
 _subreaper = False
 

@@ -18,11 +18,6 @@ import sys
 from memotest.hookspecs import hookimpl
 from memotest.inputs.readers import UNPARSED, Caller, Reader, part_digest
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
-
 PYTEST_TABLE = "tool.pytest"
 #: The code of pytest's configuration search.
 CONFIG_SEARCH = Caller(files=("/_pytest/config/findpaths.py",), depth=8)
@@ -31,6 +26,10 @@ CONFIG_SEARCH = Caller(files=("/_pytest/config/findpaths.py",), depth=8)
 def table_digest(data: bytes) -> str:
     """The digest of what pytest takes from a ``pyproject.toml``: its ``tool.pytest``
     table (JSON with sorted keys), or :data:`UNPARSED`."""
+    if sys.version_info >= (3, 11):  # imported here: every command loads this plugin
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
     try:
         config = tomllib.loads(data.decode("utf-8"))
         table = config.get("tool", {}).get("pytest", {})

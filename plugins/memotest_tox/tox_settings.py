@@ -17,7 +17,6 @@ endpoint names this section (:func:`reword`), not ``settings.services``.
 
 from __future__ import annotations
 
-import configparser
 from pathlib import Path
 
 from memotest.errors import ConfigError
@@ -33,6 +32,8 @@ def services(tox_ini: Path) -> tuple[str, ...]:
     such file or section); a wrong entry is a :class:`ConfigError` naming the file."""
     if tox_ini.name != "tox.ini" or not tox_ini.is_file():
         return ()
+    import configparser  # here: every memotest command loads the tox plugin
+
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read(tox_ini, encoding="utf-8")

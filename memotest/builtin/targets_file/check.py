@@ -7,7 +7,6 @@ the fix; nothing runs when the file is wrong.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from dataclasses import replace
@@ -303,5 +302,7 @@ def _cmd(command: str | list[str]) -> str | tuple[str, ...]:
 
 
 def _closest(key: str, known: set[str]) -> str | None:
+    import difflib  # only for a mistake: every command loads this plugin
+
     hits = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
     return hits[0] if hits else None

@@ -8,19 +8,19 @@ YAML keys must be unique (PyYAML would keep the last silently). Syntax errors be
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from memotest.errors import ConfigError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+if TYPE_CHECKING:
+    import yaml
+
+# tomllib and yaml are imported when a file of their kind is parsed: every command loads
+# this plugin, and most projects have one kind of targets file (yaml: 20 ms of a start).
 
 #: Where each table and key is: ("targets", "a", "command") -> line number.
 Lines = dict[tuple[str, ...], int]
@@ -34,6 +34,10 @@ def parse(path: Path, text: str) -> tuple[dict[str, Any], Lines]:
 
 
 def parse_toml(path: Path, text: str) -> tuple[dict[str, Any], Lines]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -75,14 +79,23 @@ def _unquote(s: str) -> str:
     return s
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    pass
+@functools.cache
+def _unique_key_loader() -> type[yaml.SafeLoader]:
+    import yaml
+
+    class _UniqueKeyLoader(yaml.SafeLoader):
+        pass
+
+    return _UniqueKeyLoader
 
 
 def parse_yaml(path: Path, text: str) -> tuple[dict[str, Any], Lines]:
+    import yaml
+
     lines: Lines = {}
+    loader = _unique_key_loader()
     try:
-        node = yaml.compose(text, Loader=_UniqueKeyLoader)
+        node = yaml.compose(text, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
@@ -91,13 +104,15 @@ def parse_yaml(path: Path, text: str) -> tuple[dict[str, Any], Lines]:
     if node is None:
         return {}, lines
     yaml_lines(path, node, (), lines)
-    data = _UniqueKeyLoader(text).construct_document(node)
+    data = loader(text).construct_document(node)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}:1: the top level must be a mapping with a 'targets' key")
     return data, lines
 
 
 def yaml_lines(path: Path, node: yaml.Node, prefix: tuple[str, ...], out: dict) -> None:
+    import yaml
+
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for k, v in node.value:
