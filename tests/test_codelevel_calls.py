@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import build_statuses, needs_code_noting, write_tree
+from conftest import build_statuses, write_tree
 
 READERS = """
 import inspect
@@ -108,10 +108,14 @@ MODULES = {
     "indirect": ("from pkg.readers import outer\n#HERE\nouter()\n", "[2]"),
     # C functions calling back into Python code, which sees the module's frame.
     "map": ("from pkg.readers import getframe\n#HERE\nX = list(map(getframe, [0]))\n", "[2]"),
-    "sorted": ("from pkg.readers import getframe\n#HERE\nX = sorted([0, 1], key=getframe)\n", "[2, 2]"),
+    "sorted": (
+        "from pkg.readers import getframe\n#HERE\nX = sorted([0, 1], key=getframe)\n",
+        "[2, 2]",
+    ),
     # A generator expression of the module's own, run by tuple(): its frame is at the line.
     "genexpr": (
-        "from pkg.readers import getframe\n#HERE\nX = tuple(getframe(v) for v in '1.2'.split('.'))\n",
+        "from pkg.readers import getframe\n#HERE\n"
+        "X = tuple(getframe(v) for v in '1.2'.split('.'))\n",
         "[2, 2]",
     ),
     # int() of a value with a Python __int__.
