@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import build_statuses, write_tree
+from conftest import build_statuses, needs_code_noting, write_tree
 
 READERS = """
 import inspect
@@ -185,3 +185,37 @@ def test_a_line_added_above_a_call_whose_callee_reads_the_line_re_runs_it(tmp_pa
     for name, (module, _check) in MODULES.items():
         (proj / "pkg" / f"{name}.py").write_text(module.replace("#HERE\n", "# one more\n"))
     assert statuses(proj) == dict.fromkeys(MODULES, "failed")
+
+
+#: The narrowing guarded above: statements whose calls are C functions on built-in values.
+NARROWED = """
+import os
+from pkg import readers
+
+#HERE
+VERSION = tuple(int(v) for v in readers.PLAIN.split("."))
+NAME = "-".join(part.strip() for part in "a, b".split(","))
+SIZES = [1, 2]
+"""
+
+
+@needs_code_noting
+def test_a_line_added_above_a_call_of_c_functions_on_built_in_values_re_runs_nothing(tmp_path):
+    proj = project(tmp_path, {})
+    write_tree(
+        proj,
+        {
+            "pkg/narrowed.py": NARROWED.replace("#HERE\n", ""),
+            "tests/test_narrowed.py": (
+                "from pkg import narrowed\n\ndef test_it():\n"
+                "    assert narrowed.VERSION == (1, 2) and narrowed.NAME == 'a-b'\n"
+            ),
+        },
+    )
+    assert statuses(proj) == {"narrowed": "passed"}
+    (proj / "pkg" / "narrowed.py").write_text(NARROWED.replace("#HERE\n", "# one more\n"))
+    assert statuses(proj) == {"narrowed": "cached"}
+    # The value parsed still counts: it is a constant of the module's body.
+    path = proj / "pkg" / "narrowed.py"
+    path.write_text(path.read_text().replace('"a, b"', '"a, c"'))
+    assert statuses(proj) == {"narrowed": "failed"}
