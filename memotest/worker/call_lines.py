@@ -47,7 +47,8 @@ _STR_METHODS = {
 }
 #: The builtins called: what they make of one sequence, or of one simple value.
 _MAKERS = (tuple, list, frozenset, set)
-_CONVERTERS = {int: (str, int, float, bool), float: (str, int, float, bool), str: SIMPLE}
+#: Not ``str`` of ``bytes``: under ``python -b`` it warns, and a warning takes the frame's line.
+_CONVERTERS = {int: SIMPLE[:4], float: SIMPLE[:4], str: SIMPLE[:5]}
 #: Instructions that only move the stack or mark places.
 _MOVES = frozenset({"NOP", "RESUME", "CACHE", "EXTENDED_ARG", "PRECALL"})
 NULL = ("null",)
