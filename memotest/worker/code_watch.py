@@ -18,7 +18,7 @@ it (``dis``, ``numba``, ``inspect.signature``) counts as run.
 import os
 import sys
 
-from . import audit, class_lines, defaults_seen, extensions
+from . import audit, call_lines, class_lines, defaults_seen, extensions
 from .codes import check, qualname
 from .interpreter import threads
 from .monitored import Monitored
@@ -295,7 +295,8 @@ def code_report(executed, had, where):
 def quiet_classes(codes, namespaces):
     """``{id(code): [offset, ...]}``: the instructions of the module bodies that ran (of
     the files ``namespaces`` maps to their module's namespace) and of their class bodies
-    during which no Python code ran but a class body's (``class_lines.quiet_offsets``)."""
+    during which no Python code ran but a class body's (``class_lines.quiet_offsets``),
+    or C code only (``call_lines.quiet_offsets``: of generator expressions too)."""
     out = {}
     WITHIN.append(True)  # what it reads of abc's code is not the run's
     try:
@@ -308,6 +309,12 @@ def quiet_classes(codes, namespaces):
             except Exception:
                 continue
             out.update((id(c), offsets) for c, offsets in found.items())
+            try:
+                calls = call_lines.quiet_offsets(code, space)
+            except Exception:
+                continue
+            for c, offsets in calls:
+                out[id(c)] = [*out.get(id(c), ()), *offsets]
         for code, unseen in defaults_seen.unseen(codes, namespaces).items():
             out[id(code)] = [*out.get(id(code), ()), *(-1 - x for x in unseen)]
     finally:

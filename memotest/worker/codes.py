@@ -24,7 +24,9 @@ that did not execute that function cached while no call, import, class or decora
 a body comes after it; otherwise the runs that imported the file run again. A class
 statement whose making ran no Python code but its body's, and whose body ran none but
 ``property``'s and its kin's, is no more observable than a constant: the run vouches for
-the offsets of those instructions (``class_lines.py``), and their lines do not count.
+the offsets of those instructions (``class_lines.py``), and their lines do not count; so
+does a statement whose calls are C functions on built-in values, with the generator
+expression it runs (``call_lines.py``).
 
 Code objects are named by their path in the file's tree (``Outer.method#0``: the
 qualified name and its occurrence in a depth-first walk). A fingerprint is the map of

@@ -23,6 +23,7 @@ from memotest import plugins
 MODULES = (
     "codes",
     "class_lines",
+    "call_lines",
     "defaults_seen",
     "audit",
     "extensions",
