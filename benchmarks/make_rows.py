@@ -134,22 +134,40 @@ def make_test_row(work: Path, n: int) -> dict:
     }
 
 
+def _why(root: Path, env: dict[str, str]) -> str:
+    """What ``memotest explain`` says of ``make:test`` now (its first line)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "memotest", "explain", "make:test"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    lines = (proc.stdout or proc.stderr).strip().splitlines()
+    return lines[0] if lines else ""
+
+
 def loader_row(work: Path) -> dict:
     root = work / "clib-loader"
     shutil.copytree(CLIB, root, ignore=shutil.ignore_patterns(".memotest", "build"))
     env = _env()
-    builds = [_statuses(root, env), _statuses(root, env), _statuses(root, env)]
+    builds = [_statuses(root, env)]
+    why = [_why(root, env)]
+    builds += [_statuses(root, env), _statuses(root, env)]
     lib = root / "src" / "vec.c"
     good = lib.read_text()
     lib.write_text(good.replace("s += v->items[i];", "s -= v->items[i];"))
     failed = _statuses(root, env)
     lib.write_text(good)
-    reverted = [_statuses(root, env), _statuses(root, env), _statuses(root, env)]
+    reverted = [_statuses(root, env)]
+    why.append(_why(root, env))
+    reverted += [_statuses(root, env), _statuses(root, env)]
     return {
         "row": "make loader",
         "builds": builds,
         "failing_edit": failed,
         "after_revert": reverted,
+        "why_the_second_runs": why,
         "goal": all(s == "cached" for s in builds[1].values())
         and all(s == "cached" for s in reverted[1].values()),
     }
@@ -227,6 +245,8 @@ def print_rows(rows: list[dict]) -> None:
                 f"{r['row']}: builds {r['builds']}; failing edit {r['failing_edit']}; "
                 f"after its revert {r['after_revert']}: {ok}"
             )
+            for why in r.get("why_the_second_runs", []):
+                print(f"  before the second build: {why}")
         else:
             print(
                 f"{r['row']}: builds {r['builds']}; after a new root file "

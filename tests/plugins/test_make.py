@@ -459,3 +459,43 @@ def test_a_target_that_sees_what_its_run_made_runs_again(tmp_path):
         memotest("build", "--json-report", str(report), "check", cwd=root, env=make_env())
         statuses.append({t["name"]: t["status"] for t in json.loads(report.read_text())["targets"]})
     assert statuses == [{"make:check": "passed"}, {"make:check": "failed"}]
+
+
+def _two_builds(tmp_path: Path, makefile: str) -> list[dict[str, str]]:
+    root = write(tmp_path / "proj", {"Makefile": makefile})
+    report = tmp_path / "report.json"
+    statuses = []
+    for _ in range(2):
+        memotest("build", "--json-report", str(report), "check", cwd=root, env=make_env())
+        statuses.append({t["name"]: t["status"] for t in json.loads(report.read_text())["targets"]})
+    return statuses
+
+
+def test_a_wildcard_that_lists_what_the_run_made_runs_again(tmp_path):
+    """The attack on waiving make's own listing of a folder that gained only what the run
+    made (issue 28): make's ``$(wildcard)`` reads the folder through the same listing as
+    its existence checks, and the next run expands to what this one made."""
+    makefile = """
+        FOUND := $(wildcard *.made)
+        .PHONY: check
+        check:
+        \t@test -z "$(FOUND)" || { echo "make found $(FOUND)"; exit 1; }
+        \t@touch x.made
+    """
+    assert _two_builds(tmp_path, makefile) == [{"make:check": "passed"}, {"make:check": "failed"}]
+
+
+def test_a_target_file_the_run_made_skips_its_recipe_next_time(tmp_path):
+    """The attack on waiving make's own check of a target file that the run then made
+    (make's up-to-date logic, issue 28): next time make finds it up to date and skips its
+    recipe, and what the recipe did besides (``flag``, made and removed within the run,
+    so an output, not an input) is not done: plain make fails, and so must the build."""
+    makefile = """
+        .PHONY: check
+        check: build/out
+        \t@test -e flag || { echo "build/out's recipe did not run"; exit 1; }
+        \t@rm flag
+        build/%:
+        \t@mkdir -p build; touch $@ flag
+    """
+    assert _two_builds(tmp_path, makefile) == [{"make:check": "passed"}, {"make:check": "failed"}]
