@@ -101,13 +101,6 @@ def test_the_mtime_order_of_a_file_stat_ed_by_the_test(tmp_path):
     assert built(proj) == "failed"
 
 
-@pytest.mark.xfail(
-    sys.version_info >= (3, 11),  # 3.10 notes no code: the file is whole, the test holds
-    strict=True,
-    reason="a false skip: a .pyc is in no record (__pycache__ is ignored), and the test's "
-    "get_code read it, not the source, so pkg/a.py is held by the code that ran; with "
-    "bytecode written (the default, and CI) the get_code case above fails so too",
-)
 def test_code_objects_a_test_reads_from_a_pyc_it_did_not_write(tmp_path):
     """As the ``get_code`` case above, with bytecode written, and the cache there before
     the run (another run, an earlier pytest, ``compileall``): the loader hands the test the

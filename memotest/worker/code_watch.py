@@ -114,10 +114,22 @@ def note(path, by="?"):
     of the code that did): it stays whole."""
     if isinstance(path, bytes):
         path = os.fsdecode(path)
+    if isinstance(path, str) and path.endswith(".pyc"):
+        path = source_of_bytecode(path)
     if isinstance(path, str) and path.endswith(".py"):
         path = os.path.normpath(path) if os.path.isabs(path) else os.path.basename(path)
         OPENED.add(path)
         OPENERS.setdefault(path, set()).add(by)
+
+
+def source_of_bytecode(path):
+    """The source of a cached bytecode file (``pkg/__pycache__/a.cpython-311.pyc``, pytest's
+    ``a.cpython-311-pytest-9.0.3.pyc``: ``pkg/a.py``), else ``path``: a loader's
+    ``get_code`` hands out the ``.pyc``'s code objects without reading the source."""
+    folder, name = os.path.split(path)
+    if os.path.basename(folder) != "__pycache__":
+        return path
+    return os.path.join(os.path.dirname(folder), name.split(".", 1)[0] + ".py")
 
 
 def phase(label):
