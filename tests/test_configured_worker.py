@@ -21,6 +21,12 @@ import pytest
 import helper  # imported while pytest captures: it keeps pytest's capture file as stdout
 
 CONFIGURED = []
+MANAGED = []  # the pid that made pytest's fixture manager
+
+
+def pytest_plugin_registered(plugin):
+    if type(plugin).__name__ == "FixtureManager":
+        MANAGED.append(os.getpid())
 
 
 def pytest_addoption(parser):
@@ -48,6 +54,10 @@ import helper
 
 def test_configured_in_another_process():
     assert conftest.CONFIGURED and conftest.CONFIGURED[0] != os.getpid()
+
+
+def test_fixtures_parsed_in_another_process(flavour):
+    assert conftest.MANAGED and conftest.MANAGED[0] != os.getpid()
 
 
 def test_option_of_the_conftest(flavour):
@@ -100,15 +110,16 @@ def test_each_file_runs_as_a_fresh_pytest_would_after_the_worker_configured_it(t
     assert code == 1, out
     assert st == {"pytest:tests/test_a.py": "failed", "pytest:tests/sub/test_b.py": "passed"}, out
     text = log(proj, "pytest:tests/test_a.py")
-    assert "1 failed, 4 passed" in text, text  # only test_rewritten fails
+    assert "1 failed, 5 passed" in text, text  # only test_rewritten fails
     assert "At index 1 diff: 2 != 3" in text  # the test file's asserts were rewritten
     # Without the configured worker (the default) each run configures pytest itself: the
     # check of the pid fails (the first build's would pass if the runs configured pytest).
     env = dict(os.environ, MEMOTEST_PYTEST_CONFIGURED="0")
     build(proj, "--force", "--pytest", "tests/test_a.py", env=env)
     text = log(proj, "pytest:tests/test_a.py", env)
-    assert "2 failed, 3 passed" in text, text
+    assert "3 failed, 3 passed" in text, text
     assert "test_configured_in_another_process" in text
+    assert "test_fixtures_parsed_in_another_process" in text
 
 
 def test_a_conftest_or_plugin_change_reruns_every_file_configured_with_it(tmp_path):

@@ -184,7 +184,87 @@ def prepare(module, args):
         raise RuntimeError("pytest did not take the placeholder as the last path")
     config._do_configure()
     PREPARED.update(config=config, common=list(args[:-1]), before=given[:-1])
+    PREPARED["session"] = prepare_session(config)
+    compile_xml_escape()
     return run_prepared
+
+
+def compile_xml_escape():
+    """Compiles, once in the worker, the pattern pytest's XML report compiles at each
+    run's first report (``_pytest.junitxml.bin_xml_escape``, which memotest's results
+    use: 10-40 ms): it stays in ``re``'s cache, which each child inherits. Reads no file."""
+    escape = getattr(sys.modules.get("_pytest.junitxml"), "bin_xml_escape", None)
+    if escape is not None:
+        escape("")
+
+
+def prepare_session(config):
+    """pytest's ``Session`` and its ``FixtureManager``, made in the worker as
+    ``wrap_session`` and ``_pytest.fixtures.pytest_sessionstart`` make them in each run:
+    the manager parses the fixtures of every plugin registered so far (the initial
+    conftests', kept for their folder's collection), which a fresh pytest does at each
+    session's start (about 70 ms with a few dozen plugins). Both are made from the
+    configuration alone, reading no file; each child takes them over
+    (``hand_over_session``). ``(session, manager)``, or None when this pytest has not
+    these two as expected (each child then makes its own)."""
+    main = sys.modules.get("_pytest.main")
+    fixtures = sys.modules.get("_pytest.fixtures")
+    session_class = getattr(main, "Session", None)
+    manager_class = getattr(fixtures, "FixtureManager", None)
+    start = getattr(fixtures, "pytest_sessionstart", None)
+    if session_class is None or manager_class is None or start is None:
+        return None
+    if "FixtureManager" not in getattr(getattr(start, "__code__", None), "co_names", ()):
+        return None  # this pytest makes its manager otherwise
+    session = session_class.from_config(config)
+    return session, manager_class(session)
+
+
+#: What ``hand_over_session`` replaced, for ``take_back_session``.
+REPLACED = []
+
+
+def hand_over_session(config):
+    """Has this child's ``wrap_session`` take the session the worker made, and
+    ``_pytest.fixtures.pytest_sessionstart`` its fixture manager, each once: the next
+    ``Session.from_config(config)`` and ``FixtureManager(session)`` return them (any
+    later ones, such as a pytester's in-process run, make their own)."""
+    made = PREPARED.get("session")
+    if made is None:
+        return
+    session, manager = made
+    session_class = type(session)
+    fixtures = sys.modules["_pytest.fixtures"]
+    manager_class = fixtures.FixtureManager
+    from_config = session_class.__dict__.get("from_config")
+
+    def session_once(cls, given):
+        take_back_session(only="session")
+        if given is config and cls is session_class:
+            return session
+        return cls.from_config(given)
+
+    def manager_once(given):
+        take_back_session(only="manager")
+        return manager if given is session else manager_class(given)
+
+    REPLACED.append(("session", session_class, "from_config", from_config))
+    REPLACED.append(("manager", fixtures, "FixtureManager", manager_class))
+    session_class.from_config = classmethod(session_once)
+    fixtures.FixtureManager = manager_once
+
+
+def take_back_session(only=None):
+    """Puts back what ``hand_over_session`` replaced (only the one named ``only``)."""
+    for entry in list(REPLACED):
+        what, owner, name, value = entry
+        if only is not None and what != only:
+            continue
+        REPLACED.remove(entry)
+        if value is None:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, value)
 
 
 def own_capture(capman):
@@ -261,7 +341,11 @@ def run_prepared(job):
                 args=args, plugins=None, dir=config.invocation_params.dir
             )
             config._do_configure = lambda: None  # done in the worker
-            ret = config.hook.pytest_cmdline_main(config=config)
+            hand_over_session(config)
+            try:
+                ret = config.hook.pytest_cmdline_main(config=config)
+            finally:
+                take_back_session()
             if ret in iter(pytest.ExitCode):
                 ret = pytest.ExitCode(ret)
         finally:
