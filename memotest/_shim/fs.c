@@ -518,6 +518,8 @@ int rmdir(const char *path)
 int mkdir(const char *path, mode_t mode)
 {
     int r = REAL(mkdir)(path, mode);
+    if (r == 0 && shim_on()) /* it succeeds only where the path was absent (a lock) */
+        shim_rec('M', AT_FDCWD, path);
     SHIM_LOOKUP(r == 0, 'N', AT_FDCWD, path);
     return r;
 }
@@ -525,6 +527,8 @@ int mkdir(const char *path, mode_t mode)
 int mkdirat(int dirfd, const char *path, mode_t mode)
 {
     int r = REAL(mkdirat)(dirfd, path, mode);
+    if (r == 0 && shim_on()) /* it succeeds only where the path was absent (a lock) */
+        shim_rec('M', dirfd, path);
     SHIM_LOOKUP(r == 0, 'N', dirfd, path);
     return r;
 }
