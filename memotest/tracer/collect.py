@@ -110,6 +110,8 @@ def build_trace(
     listers: dict[str, set[int]] = {}  # folder: the pids that listed it
     two_lives: set[int] = set()  # pids seen as another image, or listing before theirs
     norm: dict[str, str | None] = {}
+    or_dir: set[str] = set()  # missed inside an exist_ok creation (``Y``)
+    strictly_missing: set[str] = set()  # missed by any other lookup (``M``)
 
     def clean(raw: str) -> str | None:
         got = norm.get(raw, "")
@@ -132,9 +134,14 @@ def build_trace(
             last_exec[ev.pid] = ev.path
         elif not (op == "E" or op == "H"):
             last_exec.pop(ev.pid, None)  # the image (or a new one of that pid) did something
-        if op in "RSTM":
+        if op in "RSTMY":
             path = clean(ev.path)
             if path is not None and path not in changed:
+                if op == "Y":  # absent or a directory: the same to its caller
+                    op = "M"
+                    or_dir.add(path)
+                elif op == "M":
+                    strictly_missing.add(path)
                 (trace.reads if op == "R" else trace.missing if op == "M" else trace.stats).add(
                     path
                 )
@@ -285,6 +292,7 @@ def build_trace(
     _listings(trace, listers, listing_reports, vouched, one_image, (root_pid, worker_pid))
     trace.execs = {p for p in (clean(x) for x in trace.execs) if p is not None}
     trace.processes = sorted(images.values(), key=lambda i: i.pid)
+    trace.missing_or_dir = or_dir - strictly_missing
     trace.incomplete = _dedup(incomplete)
     trace.complete = not trace.incomplete
     return trace
