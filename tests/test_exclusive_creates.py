@@ -44,7 +44,7 @@ def project(tmp_path, code: str):
 def test_a_lock_runs_again_where_it_is_held(tmp_path, kind):
     root = project(tmp_path, "import os, pathlib; " + LOCKS[kind] + "; print('took it')")
     assert build_statuses(root)[2] == {"t": "passed"}
-    code, out, got = build_statuses(root, "-v")  # held now: the run fails
+    _code, out, got = build_statuses(root, "-v")  # held now: the run fails
     assert got == {"t": "failed"}, out
 
 
@@ -58,7 +58,7 @@ MAKES = {
 def test_a_folder_made_with_exist_ok_replays_where_it_is_left(tmp_path, kind):
     root = project(tmp_path, INSTALL + MAKES[kind] + "; print('made')")
     assert build_statuses(root)[2] == {"t": "passed"}
-    code, out, got = build_statuses(root, "-v")
+    _code, out, got = build_statuses(root, "-v")
     assert got == {"t": "cached"}, out
     (root / "work/out/sub").rmdir()  # a fresh checkout: replays too
     assert build_statuses(root)[2] == {"t": "cached"}
@@ -73,5 +73,5 @@ def test_a_file_where_an_exist_ok_folder_was_made_runs_again(tmp_path, kind, whe
     if where == "out":
         (root / "work/out").rmdir()
     (root / "work" / where).write_text("a file: makedirs raises")
-    code, out, got = build_statuses(root, "-v")
+    _code, out, got = build_statuses(root, "-v")
     assert got == {"t": "failed"}, out

@@ -33,7 +33,6 @@ from memotest.fingerprint import NO_DIGEST, UNREADABLE, FileStates, Fingerprint,
 from memotest.inputs.base import InputKind
 from memotest.model import Input, Kind, Trace
 
-
 #: The digest of an absence that a directory at the path also satisfies.
 OR_DIR = "or-dir"
 

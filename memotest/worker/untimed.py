@@ -177,7 +177,7 @@ def install_or_dir():
     for cls in pathlib.Path.__mro__:
         real = cls.__dict__.get("mkdir")
         if callable(real) and not getattr(real, MARK, False):
-            setattr(cls, "mkdir", mkdir_or_dir(real, scope))
+            cls.mkdir = mkdir_or_dir(real, scope)  # type: ignore[method-assign]
 
 
 def install():
