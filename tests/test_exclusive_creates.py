@@ -18,15 +18,17 @@ PY = sys.executable
 INSTALL = "from memotest.worker import untimed; assert untimed.install(); import os, pathlib; "
 
 LOCKS = {
-    "mkdir": "os.mkdir('lock')",
-    "o_excl": "open('lock', 'x').close()",
-    "symlink": "open('src', 'a').close(); os.symlink('src', 'lock')",
-    "link": "open('src', 'a').close(); os.link('src', 'lock')",
-    "mkfifo": "os.mkfifo('lock')",
+    "mkdir": "os.mkdir('work/lock')",
+    "o_excl": "open('work/lock', 'x').close()",
+    "symlink": "open('work/src', 'a').close(); os.symlink('src', 'work/lock')",
+    "link": "open('work/src', 'a').close(); os.link('work/src', 'work/lock')",
+    "mkfifo": "os.mkfifo('work/lock')",
     # a plain mkdir in a process whose exist_ok creations are told apart stays a lock
-    "mkdir_installed": INSTALL + "os.mkdir('lock')",
-    "path_mkdir_installed": INSTALL + "pathlib.Path('lock').mkdir()",
+    "mkdir_installed": INSTALL + "os.mkdir('work/lock')",
+    "path_mkdir_installed": INSTALL + "pathlib.Path('work/lock').mkdir()",
+    "mkdir_command": "import subprocess; subprocess.run(['mkdir', 'work/lock'], check=True)",
 }
+SH = "import subprocess; subprocess.run({}, check=True)"
 
 
 def project(tmp_path, code: str):
@@ -51,6 +53,8 @@ def test_a_lock_runs_again_where_it_is_held(tmp_path, kind):
 MAKES = {
     "makedirs": "os.makedirs('work/out/sub', exist_ok=True)",
     "path_mkdir": "pathlib.Path('work/out/sub').mkdir(parents=True, exist_ok=True)",
+    # POSIX: -p ignores an operand that names an existing directory (collect._mkdir_p)
+    "mkdir_p": SH.format(["mkdir", "-p", "work/out/sub"]),
 }
 
 
@@ -75,3 +79,12 @@ def test_a_file_where_an_exist_ok_folder_was_made_runs_again(tmp_path, kind, whe
     (root / "work" / where).write_text("a file: makedirs raises")
     _code, out, got = build_statuses(root, "-v")
     assert got == {"t": "failed"}, out
+
+
+def test_a_verbose_mkdir_p_says_what_it_made_and_runs_again(tmp_path):
+    """``mkdir -pv`` prints "created directory" only when it made it: held as absence."""
+    root = project(tmp_path, SH.format(["mkdir", "-pv", "work/out"]))
+    assert build_statuses(root)[2] == {"t": "passed"}
+    _code, out, got = build_statuses(root, "-v")
+    assert got == {"t": "passed"}, out
+    assert "appeared" in out, out

@@ -137,8 +137,8 @@ def build_trace(
         if op in "RSTMY":
             path = clean(ev.path)
             if path is not None and path not in changed:
-                if op == "Y":  # absent or a directory: the same to its caller
-                    op = "M"
+                if op == "Y" or (op == "M" and _mkdir_p(images.get(ev.pid))):
+                    op = "M"  # absent or a directory: the same to its caller
                     or_dir.add(path)
                 elif op == "M":
                     strictly_missing.add(path)
@@ -329,6 +329,37 @@ def _orderless(image: ProcessInfo | None) -> bool:
     """Whether the process is one of :data:`ORDERLESS_PROGRAMS`: its stats are not in the
     run's modification-time order."""
     return image is not None and os.path.basename(image.exe or "") in ORDERLESS_PROGRAMS
+
+
+def _mkdir_p(image: ProcessInfo | None) -> bool:
+    """Whether the process is a ``mkdir -p`` that does not say what it made (no ``-v``):
+    POSIX's ``-p`` ignores an operand that names an existing directory, so what it looked
+    for and made it learnt only as "absent or a directory" (``inputs/absent.py``)."""
+    if image is None or os.path.basename(image.exe or "") != "mkdir":
+        return False
+    parents, args = False, iter(image.argv[1:])
+    for arg in args:
+        if arg == "--":
+            break
+        if arg in ("--parents",):
+            parents = True
+        elif arg.startswith("--mode=") or arg.startswith("--context"):
+            continue
+        elif arg == "--mode":
+            next(args, None)
+        elif arg.startswith("-") and not arg.startswith("--") and len(arg) > 1:
+            for i, c in enumerate(arg[1:]):
+                if c == "p":
+                    parents = True
+                elif c == "m":
+                    if i == len(arg) - 2:
+                        next(args, None)  # the mode is the next word
+                    break
+                elif c != "Z":
+                    return False  # -v, or an option not known here: held as absence
+        elif arg.startswith("-"):
+            return False
+    return parents
 
 
 def _exe(images: dict[int, ProcessInfo], pid: int) -> str | None:
