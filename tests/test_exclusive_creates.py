@@ -88,3 +88,25 @@ def test_a_verbose_mkdir_p_says_what_it_made_and_runs_again(tmp_path):
     _code, out, got = build_statuses(root, "-v")
     assert got == {"t": "passed"}, out
     assert "appeared" in out, out
+
+
+def test_pytest_benchmarks_folder_replays_where_it_is_left(tmp_path):
+    """pytest-benchmark (installed with the tests) makes ``.benchmarks`` in every pytest
+    run, ``mkdir(parents=True)`` with its error dropped: a plain pytest target replays at
+    its second build (``memotest_walk``'s ``pytest_configure``)."""
+    root = write_tree(
+        tmp_path / "proj",
+        {
+            "memotest.toml": f"[targets.t]\ncommand = [{PY!r}, '-m', 'pytest', '-q', "
+            "'-p', 'no:cacheprovider', 'tests']\n",
+            "tests/test_one.py": "def test_one():\n    pass\n",
+        },
+    )
+    assert build_statuses(root)[2] == {"t": "passed"}
+    assert (root / ".benchmarks").is_dir()
+    _code, out, got = build_statuses(root, "-v")
+    assert got == {"t": "cached"}, out
+    (root / ".benchmarks").rmdir()
+    (root / ".benchmarks").write_text("a file")  # its mkdir fails there: not the same run
+    _code, out, got = build_statuses(root, "-v")
+    assert got != {"t": "cached"} and ".benchmarks: appeared" in out, out
