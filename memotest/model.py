@@ -166,6 +166,10 @@ class Trace:
     #: order (``inputs/order.py``). None: not told apart (every stat counts).
     timed: set[str] | None = None
     missing: set[str] = field(default_factory=set)
+    #: Of ``missing``: the paths only ever missed inside a creation that ends the same
+    #: whether they were absent or a directory (``Y`` in the shim's log: ``os.makedirs``
+    #: with ``exist_ok``): held as "absent or a directory" (``inputs/absent.py``).
+    missing_or_dir: set[str] = field(default_factory=set)
     listed: set[str] = field(default_factory=set)
     execs: set[str] = field(default_factory=set)
     deleted: set[str] = field(default_factory=set)

@@ -149,6 +149,10 @@ def test_a_folder_one_run_makes_and_another_finds_is_no_hazard(tmp_path):
     out, got = hazards(root)
     assert got == {"a": "passed", "b": "passed"}, out
     assert "hazard" not in out, out
+    # The run whose mkdir made the folder saw it absent (an exclusive creation, held as a
+    # lookup that missed): it runs once more, finding it; then both replay.
+    out, got = hazards(root)
+    assert "hazard" not in out and "cached" in got.values(), out
     out, got = hazards(root)
     assert got == {"a": "cached", "b": "cached"}, out
 

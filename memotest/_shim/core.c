@@ -26,6 +26,7 @@ volatile int shim_dl_pending;
 __thread int shim_dl_mine SHIM_TLS;
 int shim_dl_ever;
 __thread int shim_untimed SHIM_TLS;
+__thread int shim_or_dir SHIM_TLS;
 
 static char g_log_path[PATH_MAX + 16];
 static char g_status_path[PATH_MAX + 16];
@@ -210,7 +211,7 @@ static int dedup_seen(char op, const char *s, size_t n)
 static int op_dedups(char op)
 {
     switch (op) {
-    case 'R': case 'W': case 'N': case 'S': case 'T': case 'M': case 'L': case 'D': case 'O':
+    case 'R': case 'W': case 'N': case 'S': case 'T': case 'M': case 'Y': case 'L': case 'D': case 'O':
     case 'C':
     case 'U':
     case 'B': case 'A': case 'X': /* the network: net.c */
@@ -258,6 +259,8 @@ void shim_emit(char op, pid_t pid, int nfields, const char *const *fields)
 void shim_emit_path(char op, const char *abs)
 {
     const char *f[1];
+    if (op == 'M' && shim_or_dir > 0)
+        op = 'Y'; /* inside an exist_ok creation: absent or a directory, the same to it */
     if (SHIM_UNLIKELY(abs[0] == '/' && (abs[1] == 'p' || abs[1] == 'd'))) {
         shim_emit_magic(op, abs); /* /proc/self/cwd/x, /dev/fd/N... (procfs.c) */
         return;
@@ -564,6 +567,21 @@ __attribute__((visibility("default"))) int memotest_shim_untimed(int delta)
     int depth = shim_untimed + delta;
     shim_untimed = depth > 0 ? depth : 0;
     return shim_untimed;
+}
+
+/* ---------------------------------------------------------- exist_ok creations
+ *
+ * memotest_shim_or_dir(delta): the same for this thread's depth of creations that end
+ * the same whether their path was absent or already a directory (Python's
+ * os.makedirs(exist_ok=True), pathlib.Path.mkdir(exist_ok=True): memotest/worker/
+ * untimed.py says so around them). While it is above 0, a lookup of this thread that
+ * missed, and a creation's success (mkdir: `M` before its `N`), is written `Y`: the
+ * caller learnt that the path was absent or a directory, not which. */
+__attribute__((visibility("default"))) int memotest_shim_or_dir(int delta)
+{
+    int depth = shim_or_dir + delta;
+    shim_or_dir = depth > 0 ? depth : 0;
+    return shim_or_dir;
 }
 
 /* ---------------------------------------------------------- initialization */

@@ -449,6 +449,8 @@ static void rename_post(int r, int olddirfd, const char *oldpath, int newdirfd,
          * which a later read sees (`U`, not a replacement). */
         int x = (flags & RENAME_EXCHANGE) != 0;
         shim_rec(x ? 'U' : 'D', olddirfd, oldpath);
+        if (flags & RENAME_NOREPLACE) /* succeeds only where it was absent: a lock */
+            shim_rec('M', newdirfd, newpath);
         shim_rec(made ? 'N' : x ? 'U' : 'W', newdirfd, newpath);
     } else if (e == EEXIST || e == ENOTEMPTY) {
         shim_rec('S', olddirfd, oldpath);
@@ -518,14 +520,14 @@ int rmdir(const char *path)
 int mkdir(const char *path, mode_t mode)
 {
     int r = REAL(mkdir)(path, mode);
-    SHIM_LOOKUP(r == 0, 'N', AT_FDCWD, path);
+    SHIM_MADE(r == 0, AT_FDCWD, path);
     return r;
 }
 
 int mkdirat(int dirfd, const char *path, mode_t mode)
 {
     int r = REAL(mkdirat)(dirfd, path, mode);
-    SHIM_LOOKUP(r == 0, 'N', dirfd, path);
+    SHIM_MADE(r == 0, dirfd, path);
     return r;
 }
 
@@ -541,7 +543,8 @@ static void link_post(int r, int olddirfd, const char *oldpath, int newdirfd,
             shim_rec_fd('R', olddirfd);
         else
             shim_rec('R', olddirfd, oldpath);
-        shim_rec('N', newdirfd, newpath); /* link(2) never replaces an entry */
+        shim_rec('M', newdirfd, newpath); /* link(2) never replaces an entry: a lock */
+        shim_rec('N', newdirfd, newpath);
     } else if (e == EEXIST) {
         shim_rec('S', newdirfd, newpath);
     } else {
@@ -572,14 +575,14 @@ int linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
 int symlink(const char *target, const char *linkpath)
 {
     int r = REAL(symlink)(target, linkpath);
-    SHIM_LOOKUP(r == 0, 'N', AT_FDCWD, linkpath);
+    SHIM_MADE(r == 0, AT_FDCWD, linkpath);
     return r;
 }
 
 int symlinkat(const char *target, int newdirfd, const char *linkpath)
 {
     int r = REAL(symlinkat)(target, newdirfd, linkpath);
-    SHIM_LOOKUP(r == 0, 'N', newdirfd, linkpath);
+    SHIM_MADE(r == 0, newdirfd, linkpath);
     return r;
 }
 
@@ -746,28 +749,28 @@ int utime(const char *path, const struct utimbuf *times)
 int mkfifo(const char *path, mode_t mode)
 {
     int r = REAL(mkfifo)(path, mode);
-    SHIM_LOOKUP(r == 0, 'N', AT_FDCWD, path);
+    SHIM_MADE(r == 0, AT_FDCWD, path);
     return r;
 }
 
 int mkfifoat(int dirfd, const char *path, mode_t mode)
 {
     int r = REAL(mkfifoat)(dirfd, path, mode);
-    SHIM_LOOKUP(r == 0, 'N', dirfd, path);
+    SHIM_MADE(r == 0, dirfd, path);
     return r;
 }
 
 int mknod(const char *path, mode_t mode, dev_t dev)
 {
     int r = REAL(mknod)(path, mode, dev);
-    SHIM_LOOKUP(r == 0, 'N', AT_FDCWD, path);
+    SHIM_MADE(r == 0, AT_FDCWD, path);
     return r;
 }
 
 int mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
 {
     int r = REAL(mknodat)(dirfd, path, mode, dev);
-    SHIM_LOOKUP(r == 0, 'N', dirfd, path);
+    SHIM_MADE(r == 0, dirfd, path);
     return r;
 }
 

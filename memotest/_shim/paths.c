@@ -217,6 +217,10 @@ void shim_rec_open(int ok, int err, int dirfd, const char *path, int flags, int 
         return;
     if (rd)
         shim_emit_path((flags & O_DIRECTORY) ? 'S' : 'R', abs);
+    /* An exclusive create succeeds only where the path was absent: that absence is what
+     * it saw (a lock file), held as a lookup that missed before the creation. */
+    if (wr && (flags & O_CREAT) && (flags & O_EXCL))
+        shim_emit_path('M', abs);
     if (wr)
         shim_emit_path(created ? 'N' : (flags & O_TRUNC) ? 'W' : 'U', abs);
 }

@@ -170,6 +170,9 @@ extern __thread int shim_untimed SHIM_TLS SHIM_HIDDEN;
 /* The op of a stat-family lookup that found its path: `T` (it handed the caller the
  * times), or `S` inside an untimed probe, whose caller keeps only a yes or no. */
 #define SHIM_STAT_OP (shim_untimed > 0 ? 'S' : 'T')
+/* > 0 while this thread is inside an exist_ok creation (memotest_shim_or_dir): an `M` is
+ * written `Y` (absent or a directory, the same to its caller) */
+extern __thread int shim_or_dir SHIM_TLS SHIM_HIDDEN;
 
 int shim_lazy_init(void) SHIM_HIDDEN;
 
@@ -238,6 +241,19 @@ int shim_udp_bound(int fd, const struct sockaddr *sa, socklen_t len) SHIM_HIDDEN
 int shim_fopen_flags(const char *mode) SHIM_HIDDEN;
 
 /* Records the common wrapper shape: real call done, `ok` computed. */
+/* A creation that succeeds only where its path was absent (mkdir, mknod, mkfifo,
+ * symlink, link's new name, RENAME_NOREPLACE, O_EXCL): its success is what it saw, the
+ * path's absence (a lock), written as a lookup that missed (`M`) before the `N`. */
+#define SHIM_MADE(ok, dirfd, path)                                             \
+    do {                                                                       \
+        if ((ok) && shim_on()) {                                               \
+            int e_ = errno;                                                    \
+            shim_rec('M', (dirfd), (path));                                    \
+            errno = e_;                                                        \
+        }                                                                      \
+        SHIM_LOOKUP((ok), 'N', (dirfd), (path));                               \
+    } while (0)
+
 #define SHIM_LOOKUP(ok, okop, dirfd, path)                                     \
     do {                                                                       \
         if (shim_on()) {                                                       \

@@ -15,16 +15,26 @@ the folder (``.coverage`` made by ``coverage combine`` after ``coverage erase`` 
 it); where the run's own leftover is there, the next run sees another state and runs.
 Any other first change after a failed lookup (the path appeared in between, made by
 someone else) makes the result not reusable.
+
+A path the run missed only inside a creation that ends the same whether the path was
+absent or already a directory (``os.makedirs(..., exist_ok=True)``, ``Path.mkdir(
+exist_ok=True)``: the shim's ``Y``, ``Trace.missing_or_dir``) holds while it is absent or
+a directory (not a symbolic link): digest :data:`OR_DIR`. A file there (the call raises)
+makes it run again; its own folder left behind replays (``docs/limits.md``).
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Sequence
 
-from memotest.fingerprint import NO_DIGEST, FileStates, Fingerprint, Refresh
+from memotest.fingerprint import NO_DIGEST, UNREADABLE, FileStates, Fingerprint, Refresh
 from memotest.inputs.base import InputKind
 from memotest.model import Input, Kind, Trace
+
+#: The digest of an absence that a directory at the path also satisfies.
+OR_DIR = "or-dir"
 
 
 class Absent(InputKind):
@@ -40,11 +50,12 @@ class Absent(InputKind):
         self, path: str, states: FileStates, trace: Trace
     ) -> tuple[Fingerprint, list[str]]:
         now = states.fingerprint(path, self.kind, fresh=True)
+        digest = OR_DIR if path in trace.missing_or_dir else NO_DIGEST
         if now.kind is Kind.ABSENT:
-            return now, []
+            return Fingerprint(path, Kind.ABSENT, digest), []
         first = trace.first_change.get(path)
         if first == "N":
-            return Fingerprint(path, Kind.ABSENT, NO_DIGEST), []  # as before the run
+            return Fingerprint(path, Kind.ABSENT, digest), []  # as before the run
         return now, [f"{path} appeared while the target ran"]
 
     def verify(
@@ -56,6 +67,9 @@ class Absent(InputKind):
         verified_ns: int,
         link: str | None,
     ) -> bool | Refresh:
+        if digest == OR_DIR:
+            st = states.lstat(path)
+            return st is None or (st is not UNREADABLE and stat.S_ISDIR(st.st_mode))
         return states.stat(path) is None
 
     def describe(
@@ -65,6 +79,8 @@ class Absent(InputKind):
         st: os.stat_result | None,
         names: Sequence[str] | None,
     ) -> str | None:
+        if recorded.digest == OR_DIR:
+            return "appeared, not as a directory"
         return "appeared"
 
 

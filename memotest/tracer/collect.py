@@ -115,6 +115,8 @@ def build_trace(
     listers: dict[str, set[int]] = {}  # folder: the pids that listed it
     two_lives: set[int] = set()  # pids seen as another image, or listing before theirs
     norm: dict[str, str | None] = {}
+    or_dir: set[str] = set()  # missed inside an exist_ok creation (``Y``)
+    strictly_missing: set[str] = set()  # missed by any other lookup (``M``)
 
     def clean(raw: str) -> str | None:
         got = norm.get(raw, "")
@@ -137,9 +139,14 @@ def build_trace(
             last_exec[ev.pid] = ev.path
         elif not (op == "E" or op == "H"):
             last_exec.pop(ev.pid, None)  # the image (or a new one of that pid) did something
-        if op in "RSTM":
+        if op in "RSTMY":
             path = clean(ev.path)
             if path is not None and path not in changed:
+                if op == "Y" or (op == "M" and _mkdir_p(images.get(ev.pid))):
+                    op = "M"  # absent or a directory: the same to its caller
+                    or_dir.add(path)
+                elif op == "M":
+                    strictly_missing.add(path)
                 (trace.reads if op == "R" else trace.missing if op == "M" else trace.stats).add(
                     path
                 )
@@ -290,6 +297,7 @@ def build_trace(
     _listings(trace, listers, listing_reports, vouched, one_image, (root_pid, worker_pid))
     trace.execs = {p for p in (clean(x) for x in trace.execs) if p is not None}
     trace.processes = sorted(images.values(), key=lambda i: i.pid)
+    trace.missing_or_dir = or_dir - strictly_missing
     trace.incomplete = _dedup(incomplete)
     trace.complete = not trace.incomplete
     return trace
@@ -326,6 +334,37 @@ def _orderless(image: ProcessInfo | None) -> bool:
     """Whether the process is one of :data:`ORDERLESS_PROGRAMS`: its stats are not in the
     run's modification-time order."""
     return image is not None and os.path.basename(image.exe or "") in ORDERLESS_PROGRAMS
+
+
+def _mkdir_p(image: ProcessInfo | None) -> bool:
+    """Whether the process is a ``mkdir -p`` that does not say what it made (no ``-v``):
+    POSIX's ``-p`` ignores an operand that names an existing directory, so what it looked
+    for and made it learnt only as "absent or a directory" (``inputs/absent.py``)."""
+    if image is None or os.path.basename(image.exe or "") != "mkdir":
+        return False
+    parents, args = False, iter(image.argv[1:])
+    for arg in args:
+        if arg == "--":
+            break
+        if arg in ("--parents",):
+            parents = True
+        elif arg.startswith("--mode=") or arg.startswith("--context"):
+            continue
+        elif arg == "--mode":
+            next(args, None)
+        elif arg.startswith("-") and not arg.startswith("--") and len(arg) > 1:
+            for i, c in enumerate(arg[1:]):
+                if c == "p":
+                    parents = True
+                elif c == "m":
+                    if i == len(arg) - 2:
+                        next(args, None)  # the mode is the next word
+                    break
+                elif c != "Z":
+                    return False  # -v, or an option not known here: held as absence
+        elif arg.startswith("-"):
+            return False
+    return parents
 
 
 def _exe(images: dict[int, ProcessInfo], pid: int) -> str | None:

@@ -18,6 +18,15 @@ order. Python code that runs inside a probe (a path object's ``__fspath__`` is c
 before the probe starts; a signal handler or a trace function that runs during it is not)
 has its stats counted as the probe's.
 
+The same for the creations that end alike whether their folder was absent or already a
+directory: ``os.makedirs(name, exist_ok=True)`` and ``pathlib.Path.mkdir(exist_ok=True)``
+(with ``parents`` or not) make it or find it, and raise only where something else is.
+Inside them (the shim's ``memotest_shim_or_dir``) a lookup that missed, and the ``mkdir``
+that succeeded, are recorded ``Y`` (absent or a directory) instead of ``M`` (absent), so
+that the folder a run leaves does not make the next run run again, while a file put
+there does (``inputs/absent.py``). Without ``exist_ok`` a ``mkdir`` is a lock: its
+success is the path's absence, held as such.
+
 Loaded into the warm worker (``serve.py``, before it imports anything of the project) and
 into the pytest processes memotest watches for tox and nox (``memotest_walk``, from its
 ``-p`` import on: pytest's probes of its ini files come before). Stand-alone: it imports
@@ -115,6 +124,62 @@ def method_probe(real, scope):
     return dressed(untimed, real)
 
 
+def or_dir_scope():
+    """The shim's ``memotest_shim_or_dir``, or None (see :func:`shim_scope`)."""
+    try:
+        import ctypes
+
+        return ctypes.PyDLL(None).memotest_shim_or_dir
+    except (ImportError, OSError, AttributeError):
+        return None
+
+
+def makedirs_or_dir(real, scope):
+    """``os.makedirs`` whose ``exist_ok=True`` calls say so to the shim."""
+
+    def makedirs(name, mode=0o777, exist_ok=False):
+        if not exist_ok:
+            return real(name, mode, exist_ok)
+        name = _fspath(name)  # __fspath__ is the caller's code
+        scope(1)
+        try:
+            return real(name, mode, exist_ok)
+        finally:
+            scope(-1)
+
+    return dressed(makedirs, real)
+
+
+def mkdir_or_dir(real, scope):
+    """``pathlib.Path.mkdir`` whose ``exist_ok=True`` calls say so to the shim."""
+
+    def mkdir(self, mode=0o777, parents=False, exist_ok=False):
+        if not exist_ok:
+            return real(self, mode, parents, exist_ok)
+        scope(1)
+        try:
+            return real(self, mode, parents, exist_ok)
+        finally:
+            scope(-1)
+
+    return dressed(mkdir, real)
+
+
+def install_or_dir():
+    """Wraps ``os.makedirs`` and ``Path.mkdir`` (exist_ok calls only)."""
+    scope = or_dir_scope()
+    if scope is None:
+        return
+    import pathlib
+
+    if not getattr(os.makedirs, MARK, False):
+        os.makedirs = makedirs_or_dir(os.makedirs, scope)
+    for cls in pathlib.Path.__mro__:
+        real = cls.__dict__.get("mkdir")
+        if callable(real) and not getattr(real, MARK, False):
+            cls.mkdir = mkdir_or_dir(real, scope)  # type: ignore[method-assign]
+
+
 def install():
     """Wraps the probes; returns whether they are (a shim with untimed probes is loaded)."""
     if INSTALLED:
@@ -141,5 +206,6 @@ def install():
             real = cls.__dict__.get(name)
             if callable(real) and not getattr(real, MARK, False):
                 setattr(cls, name, method_probe(real, scope))
+    install_or_dir()
     INSTALLED.append(scope)
     return True

@@ -90,19 +90,14 @@ def test_coverage_of_the_rootdir_settles_at_run_3(tmp_path):
 
 # A command that takes a lock by making a folder (or a file with O_EXCL) and fails when it
 # is taken: the success of its ``mkdir`` is what it saw (the path was absent), and where the
-# folder is there now a run would fail. The tracer records such a creation as a write
-# (``N``) and nothing of its answer: the record replays there.
+# folder is there now a run must fail. The shim records such a creation's success as a
+# lookup that missed (``M``) before its ``N`` (docs/limits.md).
 LOCKS = {
     "mkdir": "import os; os.mkdir('lock'); print('took the lock')",
     "o_excl": "open('lock', 'x').close(); print('took the lock')",
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an exclusive creation's success (mkdir, O_EXCL) is not held as the path's "
-    "absence: the shim's N does not tell it from a plain create",
-)
 @pytest.mark.parametrize("kind", sorted(LOCKS))
 def test_a_lock_taken_by_an_exclusive_create_runs_again_where_it_is_held(tmp_path, kind):
     counter = tmp_path / "counter"

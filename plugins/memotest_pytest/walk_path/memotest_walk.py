@@ -178,6 +178,41 @@ if int(pytest.__version__.split(".", 1)[0]) >= 7:
         return None
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-benchmark's, which makes its storage
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest-benchmark makes its storage folder (``.benchmarks``) with
+    ``Path.mkdir(parents=True)`` and drops any ``OSError``: it cannot tell "absent" from
+    "a directory", as ``exist_ok`` (``memotest/worker/untimed.py``). Told so to the
+    shim (``memotest_shim_or_dir``): the folder a run leaves replays at the next build,
+    a file there runs again (docs/limits.md, "A run's own leftovers")."""
+    if "pytest_benchmark" not in sys.modules:
+        return
+    try:
+        import ctypes
+
+        scope = ctypes.PyDLL(None).memotest_shim_or_dir
+        from pytest_benchmark.storage.file import FileStorage
+    except (ImportError, OSError, AttributeError):
+        return
+    for name in ("__init__", "get"):
+        real = FileStorage.__dict__.get(name)
+        if callable(real) and not getattr(real, "__memotest_or_dir__", False):
+            setattr(FileStorage, name, _or_dir(real, scope))
+
+
+def _or_dir(real, scope):
+    def method(self, *args, **kwargs):
+        scope(1)
+        try:
+            return real(self, *args, **kwargs)
+        finally:
+            scope(-1)
+
+    method.__memotest_or_dir__ = True  # type: ignore[attr-defined]
+    method.__wrapped__ = real  # type: ignore[attr-defined]
+    return method
+
+
 def importing_from_preparse() -> bool:
     """Whether pytest imports this module for a ``-p`` of its command line (or of
     ``addopts``): before the entry-point plugins and conftests."""
