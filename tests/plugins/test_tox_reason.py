@@ -9,20 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from test_tox import pytestmark  # noqa: F401  (the same skips)
 
 PY = sys.executable
 
-pytestmark = [
-    pytest.mark.skipif(
-        subprocess.run([PY, "-c", "import tox"], capture_output=True).returncode != 0,
-        reason="tox is not installed",
-    ),
-    pytest.mark.skipif(
-        "MEMOTEST_TRACE_DIR" in os.environ,
-        reason="under an outer memotest tracer the tox plugin runs commands plainly, by design",
-    ),
-]
 
 TOX_INI = """[tox]
 env_list = py
