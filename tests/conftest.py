@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cpu_record import register as register_cpu_recorder
 
 # The suite runs as CI's machines do, with bytecode not written: a warm worker whose own
 # start writes its modules' `.pyc` files (a tree never imported before) changed a folder it
@@ -21,6 +22,13 @@ import pytest
 os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
 
 HERE = Path(__file__).resolve().parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # MEMOTEST_TEST_CPU=PATH: each test's CPU appended to PATH (tests/cpu_record.py).
+    register_cpu_recorder(config)
+
+
 PROGRAMS = HERE / "shim_programs"
 REPO = HERE.parent
 
