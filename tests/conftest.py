@@ -38,10 +38,8 @@ def compile_own_modules() -> None:
     """Writes the bytecode of memotest's own modules (the editable install's tree) before
     the suite runs. With bytecode not written, every process the tests start (each
     ``python -m memotest``, warm worker, tox exec, make shell) compiled them from source,
-    ~40% of a ``memotest build``'s CPU on a fresh checkout (0.33 s against 0.20 s); and a
-    test that writes bytecode wrote them midway through the suite, a change to folders the
-    runs of other tests had looked in (``__pycache__/x.cpython-3XX.pyc`` looked for and
-    absent), which could re-run their targets spuriously."""
+    ~40% of a ``memotest build``'s CPU on a fresh checkout (0.33 s against 0.20 s), until a
+    test that writes bytecode happened to write some of them midway through the suite."""
     for tree in ("memotest", "plugins"):
         compileall.compile_dir(REPO / tree, quiet=2)
 
