@@ -255,14 +255,55 @@ def test_outputs_are_restored_on_a_hit(tmp_path):
     assert os.access(root / "reports" / "run.sh", os.X_OK)
 
 
+def running_command(pid: int) -> str | None:
+    """The command line of process ``pid`` while it is running (not a zombie), else None."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+        return None
+    return cmdline.replace(b"\0", b" ").decode(errors="replace").strip()
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes below ``pid`` in the process tree (found through their parent ids)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def wait_gone(pids: list[int], command: str, seconds: float = 3) -> list[int]:
+    """Waits until no process of ``pids`` runs ``command`` any more; the ones left."""
+    deadline = time.monotonic() + seconds  # a killed process may take a moment to be gone
+    while True:
+        left = [p for p in pids if running_command(p) == command]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
+
+
 def test_timeout_kills_the_whole_tree(tmp_path):
-    # A duration no other process on the machine uses, so pgrep finds only ours.
-    marker = f"60.{os.getpid() % 1000:03d}"
+    # The sleepers say their pids in a file: only this build's processes are looked at.
+    pids = tmp_path / "pids"
+    (tmp_path / "proj").mkdir()
     root = project(
-        tmp_path,
+        tmp_path / "proj",
         f"""
         [targets.slow]
-        command = "sleep {marker} & sleep {marker}; wait"
+        command = "sleep 61 & echo $! >> {pids}; sleep 61 & echo $! >> {pids}; wait"
         timeout = 1
         """,
     )
@@ -271,16 +312,9 @@ def test_timeout_kills_the_whole_tree(tmp_path):
     assert time.monotonic() - t0 < 20
     assert code == 1
     assert statuses(data) == {"slow": "timeout"}
-    deadline = time.monotonic() + 3  # a killed process may take a moment to be gone
-    while True:
-        leftover = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True)
-        if leftover.returncode == 1 or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
-    assert leftover.returncode == 1, subprocess.run(
-        ["ps", "-o", "pid,ppid,pgid,stat,etime,cmd", "-p", leftover.stdout.decode().strip()],
-        capture_output=True,
-    ).stdout.decode()
+    sleepers = [int(line) for line in pids.read_text().split()]
+    assert len(sleepers) == 2
+    assert wait_gone(sleepers, "sleep 61") == []
 
 
 def test_needs_order_and_skip_on_failure(tmp_path):
@@ -376,15 +410,17 @@ def test_sigint_stops_running_targets_and_exits_130(tmp_path):
         stderr=subprocess.STDOUT,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if subprocess.run(["pgrep", "-f", "sleep 37"], capture_output=True).returncode == 0:
-            break
+    # The sleeper is found in this build's own process tree (never machine-wide: another
+    # run of the suite may be sleeping too).
+    deadline = time.monotonic() + 20
+    sleepers: list[int] = []
+    while not sleepers and time.monotonic() < deadline:
+        sleepers = [p for p in descendants(proc.pid) if running_command(p) == "sleep 37"]
         time.sleep(0.05)
+    assert sleepers, "the target never started"
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=20) == 130
-    time.sleep(0.2)
-    assert subprocess.run(["pgrep", "-f", "sleep 37"], capture_output=True).returncode == 1
+    assert wait_gone(sleepers, "sleep 37") == []
     _code, out, _data = build(root, "--dry-run")
     assert "would run" in out
 

@@ -47,7 +47,9 @@ def kinds(proj: Path, target: str, rel: str) -> set[str]:
 USES = "from pkg import a\n\ndef test_a():\n    assert a.used(1) == 2\n"
 
 
-def test_new_files_nothing_looks_for_leave_every_run_cached(tmp_path):
+def test_new_files_nothing_looks_for_leave_every_run_cached_a_module_found_first_not(
+    tmp_path,
+):
     proj = project(tmp_path, USES)
     assert built(proj) == {A: "passed", B: "passed"}
     for rel in ("", "pkg", "tests"):
@@ -57,18 +59,15 @@ def test_new_files_nothing_looks_for_leave_every_run_cached(tmp_path):
     (proj / "docs").mkdir()
     assert built(proj) == {A: "cached", B: "cached"}
     # A new test file is a new target; the others did not look for it.
+    C = "pytest:tests/test_c.py"
     (proj / "tests/test_c.py").write_text("def test_c():\n    pass\n")
-    assert built(proj) == {A: "cached", B: "cached", "pytest:tests/test_c.py": "passed"}
-
-
-def test_a_module_an_import_would_now_find_first_runs_its_importers_again(tmp_path):
-    proj = project(tmp_path, USES)
-    built(proj)
-    # A package folder of the same name comes before pkg/a.py.
+    assert built(proj) == {A: "cached", B: "cached", C: "passed"}
+    # A module an import would now find first (a package folder of the same name comes
+    # before pkg/a.py) runs its importers again, and only them.
     write_tree(proj, {"pkg/a/__init__.py": "def used(x):\n    return 0\n"})
     explain = memotest("explain", A, cwd=proj).stdout.decode()
     assert "gained entries an import or a lookup finds: a" in explain, explain
-    assert built(proj) == {A: "failed", B: "failed"}
+    assert built(proj) == {A: "failed", B: "failed", C: "cached"}
 
 
 def test_a_module_a_failed_import_looked_for_runs_the_test_again(tmp_path):

@@ -109,8 +109,10 @@ def log_is_not_interleaved(root: Path) -> None:
         assert (start.split()[1], end.split()[1]) == ("start", "end"), lines
 
 
-def test_first_parallel_run_detects_hazards_reruns_and_learns(planted):
-    root, _ = planted
+def test_first_parallel_run_learns_the_edges_then_never_fails_at_j4(planted):
+    # One project for both: the first, unscheduled run detects the hazards and learns the
+    # edges; the next runs, scheduled by those edges, never fail.
+    root, stamps = planted
     code, out, data = build(root, "-j", "4")
     assert code == 0, out
     assert {t["status"] for t in data["targets"]} == {"passed"}, out
@@ -128,13 +130,9 @@ def test_first_parallel_run_detects_hazards_reruns_and_learns(planted):
     assert dot.startswith("digraph memotest {")
     assert '"a" -> "b"' in dot and "fixture.json" in dot
 
-
-def test_planted_suite_eight_times_at_j4_never_fails(planted):
-    root, stamps = planted
-    build(root, "-j", "4")  # first run: learns the edges from the traces
     (root / "shared.log").unlink()  # it interleaved in that first, unscheduled run
     overlaps = 0
-    for _ in range(8):  # a missing edge shows in most runs (a sleeps before it writes)
+    for _ in range(5):  # a missing edge shows in most runs (a sleeps before it writes)
         code, out, data = build(root, "-j", "4", "--force")
         assert code == 0, out
         assert not data["hazards"], data["hazards"]
@@ -145,7 +143,7 @@ def test_planted_suite_eight_times_at_j4_never_fails(planted):
         )
         overlaps += h0 < i1 and i0 < h1
     log_is_not_interleaved(root)
-    assert overlaps >= 6  # independent targets do run side by side
+    assert overlaps >= 3  # independent targets do run side by side
 
 
 def test_exclusive_target_runs_alone(tmp_path):
