@@ -100,20 +100,20 @@ def log(proj: Path, target: str, env: dict | None = None) -> str:
     return memotest("show", "--log", target, cwd=proj, env=env).stdout.decode()
 
 
-#: The switch, off by default (``docs/adapters/pytest.md``).
+#: The switch, on by default (``docs/adapters/pytest.md``).
 ON = {"MEMOTEST_PYTEST_CONFIGURED": "1"}
 
 
 def test_each_file_runs_as_a_fresh_pytest_would_after_the_worker_configured_it(tmp_path):
     proj = project(tmp_path)
-    code, out, st = build(proj, "-j", "2", "--pytest", env=dict(os.environ, **ON))
+    code, out, st = build(proj, "-j", "2", "--pytest")  # the default
     assert code == 1, out
     assert st == {"pytest:tests/test_a.py": "failed", "pytest:tests/sub/test_b.py": "passed"}, out
     text = log(proj, "pytest:tests/test_a.py")
     assert "1 failed, 5 passed" in text, text  # only test_rewritten fails
     assert "At index 1 diff: 2 != 3" in text  # the test file's asserts were rewritten
-    # Without the configured worker (the default) each run configures pytest itself: the
-    # check of the pid fails (the first build's would pass if the runs configured pytest).
+    # Turned off, each run configures pytest itself: the check of the pid fails (the first
+    # build's would pass if the runs configured pytest).
     env = dict(os.environ, MEMOTEST_PYTEST_CONFIGURED="0")
     build(proj, "--force", "--pytest", "tests/test_a.py", env=env)
     text = log(proj, "pytest:tests/test_a.py", env)

@@ -111,7 +111,7 @@ def test_a_module_that_imports_multiprocessing_is_never_preloaded(tmp_path):
     proj = write_tree(tmp_path / "proj", {"pytest.ini": "[pytest]\n", "tests/test_p.py": test})
     env = dict(os.environ, PYTHONPATH=str(site))
     write_hints(proj, ["usesmp", "colorsys"])
-    code, out, st = build_statuses(proj, "-v", "--pytest", env=env)
+    _, out, st = build_statuses(proj, "-v", "--pytest", env=env)
     assert st == {"pytest:tests/test_p.py": "passed"}, out
     assert "left out usesmp (its import imported multiprocessing" in out
     assert "usesmp" in hints(proj)["never"]
@@ -252,7 +252,8 @@ def test_after_two_refusals_the_worker_preloads_nothing_but_is_still_used(tmp_pa
                 assert b"memotest_shim_retarget" in f.read()
     """
     proj = write_tree(tmp_path / "proj", {"pytest.ini": "[pytest]\n", "tests/test_f.py": forked})
-    env = dict(os.environ, PYTHONPATH=str(site))
+    # One worker: a configured one per folder of test files refuses on its own account.
+    env = dict(os.environ, PYTHONPATH=str(site), MEMOTEST_PYTEST_CONFIGURED="0")
     build_statuses(proj, "--pytest", env=env)
     write_hints(proj, ["warn1", "warn2", "warn3"])
     code, out, st = build_statuses(proj, "-v", "--force", "--pytest", env=env)

@@ -71,7 +71,7 @@ class Worker:
     """One warm process. It forks any number of runs at once (one per job slot); a
     thread reads its answers: the pid of each run it forked, and how each run ended."""
 
-    #: The ``.py`` files it read that its watchers vouch for (``vouched.py``).
+    #: The files it read that its watchers vouch for (``vouched.py``).
     vouched: frozenset[str] = frozenset()
 
     def __init__(
