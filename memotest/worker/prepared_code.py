@@ -47,6 +47,7 @@ def stop(executed, where):
     folders) that ran, for every run. The preparation's modules stay whole when the
     noting was displaced meanwhile."""
     codes, intact = executed.stop()
+    STATE["forked"] = bool(code_watch.FORKED)
     before = STATE["before"]
     if not intact or before is None:
         return
@@ -54,7 +55,6 @@ def stop(executed, where):
         c for c in codes if code_watch.project_file(c.co_filename, where)
     )
     code_watch.PREPARED.update(set(sys.modules) - before)
-    STATE["forked"] = bool(code_watch.FORKED)
 
 
 def forked():
