@@ -33,7 +33,8 @@ started (``RUSAGE_CHILDREN``), which a busy machine changes less. Run::
 tests in ``tests/``, the package in ``src/`` or at the top) with the venv ``--venv``,
 instead of a replay project's release; ``--quick`` leaves out pytest once per file and
 the ``--whole-files`` and ``--no-warm`` builds. The builds fork from configured pytest
-workers (``MEMOTEST_PYTEST_CONFIGURED=1``) unless ``--unconfigured`` is given.
+workers (memotest's default) unless ``--unconfigured`` is given
+(``MEMOTEST_PYTEST_CONFIGURED=0``).
 
 Set ``MEMOTEST_BENCH_WORK`` as for the replay (the working folders go under it).
 """
@@ -234,8 +235,8 @@ def main() -> int:
     ap.add_argument(
         "--unconfigured",
         action="store_true",
-        help="each run configures pytest itself (MEMOTEST_PYTEST_CONFIGURED=0, memotest's "
-        "default), not forked from a configured worker (=1, what is measured otherwise)",
+        help="each run configures pytest itself (MEMOTEST_PYTEST_CONFIGURED=0), not forked "
+        "from a configured worker (memotest's default, what is measured otherwise)",
     )
     args = ap.parse_args()
     EXTRA_ENV["MEMOTEST_PYTEST_CONFIGURED"] = "0" if args.unconfigured else "1"

@@ -17,8 +17,8 @@ first differing lines). Exit status 1 when there is such a target or a status di
 
 Run: ``python benchmarks/warm_fidelity.py [--projects NAME ...]`` (about a minute a project);
 ``--checkout NAME=DIR --venv VENV`` for a local checkout (as ``full_run.py``). The warm and
-preloaded builds fork each file from a configured pytest worker (``MEMOTEST_PYTEST_CONFIGURED``
-unset), the fresh ones run ``python -m pytest FILE``.
+preloaded builds fork each file from a configured pytest worker (memotest's default), the
+fresh ones run ``python -m pytest FILE``.
 """
 
 from __future__ import annotations

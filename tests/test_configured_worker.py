@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conftest import build_statuses, memotest, plugin_site, write_tree
+from conftest import build_statuses, memotest, needs_code_noting, plugin_site, write_tree
 
 build = build_statuses
 
@@ -100,20 +100,20 @@ def log(proj: Path, target: str, env: dict | None = None) -> str:
     return memotest("show", "--log", target, cwd=proj, env=env).stdout.decode()
 
 
-#: The switch, off by default (``docs/adapters/pytest.md``).
+#: The switch, on by default (``docs/adapters/pytest.md``).
 ON = {"MEMOTEST_PYTEST_CONFIGURED": "1"}
 
 
 def test_each_file_runs_as_a_fresh_pytest_would_after_the_worker_configured_it(tmp_path):
     proj = project(tmp_path)
-    code, out, st = build(proj, "-j", "2", "--pytest", env=dict(os.environ, **ON))
+    code, out, st = build(proj, "-j", "2", "--pytest")  # the default
     assert code == 1, out
     assert st == {"pytest:tests/test_a.py": "failed", "pytest:tests/sub/test_b.py": "passed"}, out
     text = log(proj, "pytest:tests/test_a.py")
     assert "1 failed, 5 passed" in text, text  # only test_rewritten fails
     assert "At index 1 diff: 2 != 3" in text  # the test file's asserts were rewritten
-    # Without the configured worker (the default) each run configures pytest itself: the
-    # check of the pid fails (the first build's would pass if the runs configured pytest).
+    # Turned off, each run configures pytest itself: the check of the pid fails (the first
+    # build's would pass if the runs configured pytest).
     env = dict(os.environ, MEMOTEST_PYTEST_CONFIGURED="0")
     build(proj, "--force", "--pytest", "tests/test_a.py", env=env)
     text = log(proj, "pytest:tests/test_a.py", env)
@@ -166,3 +166,60 @@ def test_a_conftest_or_plugin_change_reruns_every_file_configured_with_it(tmp_pa
         "pytest:tests/sub/test_c.py": "failed",
     }, out
     assert "assert 5 == 2" in log(proj, "pytest:tests/sub/test_c.py", env)
+
+
+HELPERS = """
+LEVEL = 1
+AT_CONFIGURE = []
+
+
+def at_configure():
+    AT_CONFIGURE.append("configured")
+
+
+def used_by_a():
+    return 1
+
+
+def used_by_b():
+    return 2
+"""
+
+
+@needs_code_noting
+def test_code_a_conftest_imported_is_held_by_what_ran_in_the_worker_and_each_run(tmp_path):
+    """The worker notes the code its configuration ran (``worker/prepared_code.py``): a
+    module the root conftest imports is held, in each run, by its module body and what
+    the configuration called (every run's) and by what that run called itself."""
+    proj = write_tree(
+        tmp_path / "proj",
+        {
+            "pytest.ini": "[pytest]\n",
+            "helpers.py": HELPERS,
+            "conftest.py": "import helpers\n\ndef pytest_configure(config):\n"
+            "    helpers.at_configure()\n",
+            "tests/test_a.py": "import helpers\n\ndef test_a():\n"
+            "    assert helpers.used_by_a() == 1\n",
+            "tests/test_b.py": "import helpers\n\ndef test_b():\n"
+            "    assert helpers.used_by_b() == 2 and helpers.AT_CONFIGURE == ['configured']\n",
+        },
+    )
+    env = dict(os.environ, **ON)
+    a, b = "pytest:tests/test_a.py", "pytest:tests/test_b.py"
+    _, out, st = build(proj, "-j", "2", "--pytest", env=env)
+    assert st == {a: "passed", b: "passed"}, out
+    helpers = proj / "helpers.py"
+    # A function only test_a's run called: test_b's run holds.
+    helpers.write_text(HELPERS.replace("return 1", "return 3 - 2"))
+    _, out, st = build(proj, "-j", "2", "--pytest", env=env)
+    assert st == {a: "passed", b: "cached"}, out
+    # A function only the worker's configuration called: every run depended on it.
+    helpers.write_text(
+        HELPERS.replace("return 1", "return 3 - 2").replace('"configured"', '"changed"')
+    )
+    _, out, st = build(proj, "-j", "2", "--pytest", env=env)
+    assert st == {a: "passed", b: "failed"}, out
+    # The module's body, run by the worker: every run depended on it.
+    helpers.write_text(HELPERS.replace("LEVEL = 1", "LEVEL = int('1')"))
+    _, out, st = build(proj, "-j", "2", "--pytest", env=env)
+    assert st == {a: "passed", b: "passed"}, out

@@ -94,6 +94,29 @@ def test_a_package_whose_import_warns_is_left_out_and_never_preloaded(tmp_path):
     assert "warnpkg" in hints(proj)["never"]
 
 
+def test_a_module_that_imports_multiprocessing_is_never_preloaded(tmp_path):
+    """structlog's ``CallsiteParameterAdder`` names the process only once
+    ``multiprocessing`` is imported: a run that never imports it must not find it
+    imported (structlog's ``test_processors.py`` passed forked, failed fresh). The module
+    that imported it is left out; the others are still preloaded."""
+    site = write_tree(tmp_path / "site", {"usesmp.py": "import multiprocessing\n"})
+    test = """
+        import sys
+
+        AT_COLLECTION = set(sys.modules)
+
+        def test_as_fresh():
+            assert "multiprocessing" not in AT_COLLECTION and "colorsys" in AT_COLLECTION
+    """
+    proj = write_tree(tmp_path / "proj", {"pytest.ini": "[pytest]\n", "tests/test_p.py": test})
+    env = dict(os.environ, PYTHONPATH=str(site))
+    write_hints(proj, ["usesmp", "colorsys"])
+    _, out, st = build_statuses(proj, "-v", "--pytest", env=env)
+    assert st == {"pytest:tests/test_p.py": "passed"}, out
+    assert "left out usesmp (its import imported multiprocessing" in out
+    assert "usesmp" in hints(proj)["never"]
+
+
 def test_a_preloaded_module_pytest_wants_to_rewrite_makes_the_run_start_fresh(tmp_path):
     """An entry-point plugin the worker preloaded could not be rewritten: pytest would warn
     (here, an error) and its failed asserts would say less. The run starts again, fresh."""
@@ -229,7 +252,8 @@ def test_after_two_refusals_the_worker_preloads_nothing_but_is_still_used(tmp_pa
                 assert b"memotest_shim_retarget" in f.read()
     """
     proj = write_tree(tmp_path / "proj", {"pytest.ini": "[pytest]\n", "tests/test_f.py": forked})
-    env = dict(os.environ, PYTHONPATH=str(site))
+    # One worker: a configured one per folder of test files refuses on its own account.
+    env = dict(os.environ, PYTHONPATH=str(site), MEMOTEST_PYTEST_CONFIGURED="0")
     build_statuses(proj, "--pytest", env=env)
     write_hints(proj, ["warn1", "warn2", "warn3"])
     code, out, st = build_statuses(proj, "-v", "--force", "--pytest", env=env)

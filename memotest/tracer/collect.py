@@ -92,6 +92,7 @@ def build_trace(
     worker_pid: int | None = None,
     listing_reports: Mapping[int, Listings | None] | None = None,
     vouched: Collection[int] = (),
+    own_reads: Collection[tuple[int, str]] = (),  # (pid, path): tracer/warm/vouched.py
 ) -> Trace:
     """``worker_pid``: the warm worker the command was forked from (``tracer/warm/``): what it
     listed, the run reports on as on its own listings (``worker/listings.py``).
@@ -152,7 +153,7 @@ def build_trace(
                 )
                 if op == "T" and not _orderless(images.get(ev.pid)):
                     timed.add(path)
-                if op != "M" and ev.pid != root_pid:
+                if op != "M" and ev.pid != root_pid and (ev.pid, path) not in own_reads:
                     elsewhere.add(path)
         elif op in "WNDU":
             path = clean(ev.path)

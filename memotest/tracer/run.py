@@ -186,6 +186,7 @@ class TracedRun:
             worker_pid=owner[0] if owner else None,
             listing_reports=reports,
             vouched=vouched,
+            own_reads=getattr(self.proc, "own_reads", ()),
         )
         trace.started_ns, trace.finished_ns = self.started_ns, self.finished_ns
         trace.fs_started_ns = self.fs_started_ns

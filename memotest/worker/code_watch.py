@@ -21,11 +21,10 @@ import sys
 from . import audit, call_lines, class_lines, defaults_seen, extensions
 from .codes import check, qualname
 from .interpreter import threads
-from .monitored import Monitored
 
 OPENED = set()  # .py files opened or stat'ed other than by an import
 OPENERS = {}  # such a file -> the files of the code that opened or stat'ed it
-FORKED = []
+FORKED = []  # the run forked (the worker's own forks: prepared_code.forked)
 INSPECTED = []  # code objects whose function's __code__ was read: they count as run
 WITHIN = []
 GET_DATA = []  # the import system's FileLoader.get_data and SourceLoader.get_code
@@ -40,30 +39,9 @@ USES = {}
 PEEKED = {}
 SEEN_INSPECTED = [0]
 #: The files of the modules the worker imported (memotest's own among them): not the
-#: project's in any part (:func:`phase_report`), whatever folder they are in.
-WORKERS = set()
-
-
-def load_executed(cfg):
-    """What notes the code a run executed, or None: on Python 3.12+ ``sys.monitoring``
-    (``monitored.py``), unless ``noting`` is ``frame-hook``; else the extension."""
-    path = cfg.get("executed")
-    wanted = cfg.get("code", bool(path))
-    if not wanted or sys.implementation.cache_tag != cfg.get("tag"):
-        return None
-    if Monitored.supported and cfg.get("noting") != "frame-hook":
-        return Monitored()
-    if not path:
-        return None
-    try:
-        import importlib.util
-
-        spec = importlib.util.spec_from_file_location("_executed", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module if module.supported else None
-    except BaseException:
-        return None
+#: project's in any part (:func:`phase_report`); but those its preparation imported while
+#: noting the code (``PREPARED``; what of the project's ran then: ``prepared_code.py``).
+WORKERS, PREPARED, PREPARED_CODES = set(), set(), []
 
 
 def on_code_read(args, frame):
@@ -200,9 +178,12 @@ def noting(real):
 
 
 def watch_code():
-    """Starts watching what tells the code a run executed apart from what it read."""
+    """Starts watching what tells the code a run executed apart from what it read (once:
+    a worker that prepared its runs does, before forking them)."""
     from importlib import _bootstrap_external as bootstrap
 
+    if GET_DATA:
+        return
     GET_DATA.extend(
         (
             bootstrap.FileLoader.get_data.__code__,
@@ -249,6 +230,7 @@ def code_report(executed, had, where):
         phase("")  # the last phase's code
         del EXECUTED[:]
     codes, intact = executed.stop()
+    codes.extend(PREPARED_CODES)
     if not intact:
         return "something else took over noting the code run"
     if FORKED:
@@ -270,11 +252,12 @@ def code_report(executed, had, where):
             continue
         origin = getattr(spec, "origin", None)
         loader = getattr(spec, "loader", None)
-        if name in had:  # its code ran in the worker too: no part's alone
+        worker = name in had and name not in PREPARED
+        if worker:  # its code ran in the worker too: no part's alone
             path = namespace.get("__file__") or origin  # the worker's own have no spec
             if isinstance(path, str):
                 WORKERS.add(os.path.normpath(path))
-        if name in had or type(loader) is not importlib.machinery.SourceFileLoader:
+        if worker or type(loader) is not importlib.machinery.SourceFileLoader:
             continue
         if not isinstance(origin, str) or any(exclude(origin) for exclude in excluded):
             continue

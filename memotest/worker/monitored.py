@@ -64,6 +64,9 @@ class Monitored:
         monitoring.register_callback(self.tool, monitoring.events.PY_START, noted)
         monitoring.register_callback(self.tool, monitoring.events.PY_RESUME, noted)
         monitoring.set_events(self.tool, self.events)
+        # Code this process ran before (a worker's, whose noting returned ``DISABLE``
+        # for it, inherited across the fork) is noted again when it runs again.
+        monitoring.restart_events()
 
     def phase(self):
         """The code objects noted since the last call (all noted from now on when first
@@ -93,3 +96,25 @@ class Monitored:
         self.phase_codes.clear()
         self.phasing = False
         return codes, intact
+
+
+def load_executed(cfg):
+    """What notes the code a run executed, or None: on Python 3.12+ ``sys.monitoring``
+    (:class:`Monitored`), unless ``noting`` is ``frame-hook``; else the extension."""
+    path = cfg.get("executed")
+    wanted = cfg.get("code", bool(path))
+    if not wanted or sys.implementation.cache_tag != cfg.get("tag"):
+        return None
+    if Monitored.supported and cfg.get("noting") != "frame-hook":
+        return Monitored()
+    if not path:
+        return None
+    try:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("_executed", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module if module.supported else None
+    except BaseException:
+        return None

@@ -6,10 +6,17 @@ import sys
 
 from .interpreter import threads
 
+#: Modules whose mere presence in ``sys.modules`` code looks for: a preload that imports
+#: one changes what a run that never imports it sees. ``multiprocessing``: structlog's
+#: ``CallsiteParameterAdder`` names the process (``process_name``) only when it is
+#: imported, as ``logging.LogRecord`` asks it for ``processName`` only then.
+LOOKED_FOR = ("multiprocessing",)
+
 
 def preload(names, mark):
     """Imports ``names``; ``[name, why]`` of the first whose import warned (the run would
-    have shown or raised the warning), printed or started a thread, else None. Before
+    have shown or raised the warning), printed, started a thread or imported a module
+    code looks for by its presence (:data:`LOOKED_FOR`), else None. Before
     each import, a lookup of ``mark + name`` in the trace tells memotest whose import read
     what follows (``_project_reads``); a lookup of ``mark`` ends the preload."""
     import contextlib
@@ -21,6 +28,7 @@ def preload(names, mark):
 
     out = os.dup(1)
     os.dup2(2, 1)  # what an import prints must not reach memotest as an answer
+    present = {name for name in LOOKED_FOR if name in sys.modules}
     try:
         for name in names:
             if name in sys.modules:
@@ -39,6 +47,12 @@ def preload(names, mark):
                 return [name, "its import started a thread"]
             if size() != before:
                 return [name, "its import printed"]
+            for looked_for in LOOKED_FOR:
+                if looked_for in sys.modules and looked_for not in present:
+                    return [
+                        name,
+                        f"its import imported {looked_for}, whose presence code looks for",
+                    ]
     finally:
         os.path.exists(mark)  # the end of the preload
         os.dup2(out, 1)

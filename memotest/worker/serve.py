@@ -15,9 +15,9 @@ pid of the run it forked, and for each run that ended its status and report.
 import os
 import sys
 
-from . import extensions, listings, sections, untimed
-from .code_watch import load_executed
+from . import extensions, listings, prepared_code, sections, untimed
 from .interpreter import roots, threads
+from .monitored import load_executed
 from .preload import preload
 
 PACKAGE = __name__.rpartition(".")[0]
@@ -86,8 +86,11 @@ def main():
     before = set(sys.modules)
     refused = None if errors else preload(cfg.get("preload") or [], cfg["mark"])
     preloaded = frozenset(set(sys.modules) - before)
+    executed = load_executed(cfg)
     runner = None
+    noting = False  # the code the preparation runs (prepared_code.py)
     if cfg.get("prepare") and not errors and not refused:
+        noting = prepared_code.start(executed)
         runner = prepare(cfg["prepare"], errors)
     after = frozenset()  # imported after the preparation, under the hooks it installed
     prepared = {}  # what the plugins report of the preparation (pytest: what it marked)
@@ -99,7 +102,9 @@ def main():
         for part in extensions.each("report"):
             prepared.update(part())
     where = roots()
-    executed = load_executed(cfg)
+    if noting:
+        gc.collect()  # what the preparation left to finalize runs now, noted
+        prepared_code.stop(executed, where)
     had = frozenset(sys.modules)  # a run reports what it imported beyond these
     retarget = ctypes.CDLL(cfg["shim"]).memotest_shim_retarget
     retarget.argtypes = [ctypes.c_char_p]
@@ -181,6 +186,7 @@ def serve():
                 memfd = os.memfd_create("memotest-report") if hasattr(os, "memfd_create") else -1
                 pid = os.fork()
                 if pid == 0:
+                    prepared_code.forked()
                     for other, (_, their) in children.items():
                         os.close(other)
                         if their >= 0:

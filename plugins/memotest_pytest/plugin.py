@@ -264,17 +264,15 @@ def warm_modules() -> tuple[str, ...]:
     return ("pytest",)
 
 
-#: ``MEMOTEST_PYTEST_CONFIGURED=1`` in memotest's environment: the targets fork from a
-#: worker that configured pytest (``docs/adapters/pytest.md``). Off by default: the
-#: project's modules the initial conftests import are then imported by the worker, whose
-#: code is not noted, so they are inputs whole (any edit re-runs every file), where a run
-#: that imports them itself holds them by the code that ran.
+#: The targets fork from a worker that configured pytest (``docs/adapters/pytest.md``)
+#: unless ``MEMOTEST_PYTEST_CONFIGURED=0`` (or ``off``, ``no``, ``false``) is in memotest's
+#: environment: each run then configures pytest itself.
 CONFIGURED_SWITCH = "MEMOTEST_PYTEST_CONFIGURED"
 
 
 def configured_workers() -> bool:
     """Whether targets fork from a worker that configured pytest (``worker_side.prepare``)."""
-    return os.environ.get(CONFIGURED_SWITCH, "").strip().lower() in ("1", "on", "yes", "true")
+    return os.environ.get(CONFIGURED_SWITCH, "").strip().lower() not in ("0", "off", "no", "false")
 
 
 #: The files pytest looks into for its configuration, in its order.

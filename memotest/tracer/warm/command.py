@@ -33,6 +33,7 @@ MODULES = (
     "preload",
     "monitored",
     "code_watch",
+    "prepared_code",
     "child",
     "untimed",
     "serve",

@@ -33,6 +33,9 @@ class RemoteProcess:
         self.prior_events = worker.events
         #: The worker's pid and trace folder, for the run's process watcher.
         self.owner = (worker.run.pid, worker.run.dir)
+        #: The files the worker read that its watchers vouch for (``vouched.py``):
+        #: read by the run's own process, as far as the trace's ``read_elsewhere`` goes.
+        self.own_reads = frozenset((worker.run.pid, path) for path in worker.vouched)
         self.preloaded = worker.preloaded
         #: What the worker imported after its preparation but that the preparation had not
         #: marked: under the hooks, but not as one marked (``preload.py``).

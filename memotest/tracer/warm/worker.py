@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import queue
-import select
 import shutil
 import stat
 import subprocess
@@ -30,19 +29,20 @@ from memotest.tracer import shim
 from memotest.tracer.collect import build_trace
 from memotest.tracer.log import Event
 from memotest.tracer.log import read as read_log
+from memotest.tracer.warm.channel import Channel
 from memotest.tracer.warm.command import worker_argv
 from memotest.tracer.warm.preload import PRELOAD_MARK, project_reads
 from memotest.tracer.warm.reading import read_report
 from memotest.tracer.warm.remote import RemoteProcess
 from memotest.tracer.warm.spec import WarmSpec, WarmUnavailable
+from memotest.tracer.warm.vouched import vouched_reads
 from memotest.worker import codes
 
 #: How long a worker may take to import its modules.
 WARMUP_TIMEOUT = 120.0
 CHANGED_WHILE_STARTING = "a file it read changed while it started"
 
-#: What a directory the worker looked up but did not list is (``_sig``).
-A_DIR = "dir"
+A_DIR = "dir"  # what a directory the worker looked up but did not list is (``_sig``)
 
 
 def _sig(path: str, listed: bool = True) -> StatSig | str | None:
@@ -62,38 +62,17 @@ def _sig(path: str, listed: bool = True) -> StatSig | str | None:
 def own_folder_left_out(events: list[Event], folder: str) -> list[Event]:
     """The worker's events but those of its own folder (its private ``TMPDIR``, where
     ``tempfile`` writes a probe the first time it is asked for a folder, as a plugin
-    preparing its runs may ask): memotest's, no project's, and not the run's own (every
-    run forked from the worker would otherwise have written it)."""
+    preparing its runs may): memotest's, not the runs' (each would have written it)."""
     inside = os.path.join(folder, "")
     return [ev for ev in events if not (ev.fields and ev.fields[0].startswith(inside))]
-
-
-class Channel:
-    """JSON lines from a pipe, with a timeout."""
-
-    def __init__(self, stream: IO[bytes]) -> None:
-        self.fd = stream.fileno()
-        self.buf = b""
-
-    def read(self, timeout: float | None) -> dict[str, Any] | None:
-        """The next message; None at end of file; TimeoutError after ``timeout``."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while b"\n" not in self.buf:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready, _, _ = select.select([self.fd], [], [], left)
-            if not ready:
-                raise TimeoutError
-            chunk = os.read(self.fd, 65536)
-            if not chunk:
-                return None
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
 
 
 class Worker:
     """One warm process. It forks any number of runs at once (one per job slot); a
     thread reads its answers: the pid of each run it forked, and how each run ended."""
+
+    #: The files it read that its watchers vouch for (``vouched.py``).
+    vouched: frozenset[str] = frozenset()
 
     def __init__(
         self,
@@ -200,6 +179,7 @@ class Worker:
         events, damage = read_log(self.run.log_path)
         events, self.refused = project_reads(events, self.spec.cwd, msg.get("roots") or [])
         events = own_folder_left_out(events, self.dir)
+        events, self.vouched = vouched_reads(events, self.run.pid)
         self.preloaded = frozenset(msg.get("preloaded") or ())
         self.preloaded_prepared = frozenset(msg.get("prepared_preloaded") or ())
         if isinstance(prepared := msg.get("prepared"), dict) and prepared:
