@@ -40,7 +40,7 @@ USES = {}
 PEEKED = {}
 SEEN_INSPECTED = [0]
 #: The files of the modules the worker imported (memotest's own among them): not the
-#: project's in any part (:func:`phase_report`), whatever folder they are in.
+#: project's in any part (``phases.phase_report``), whatever folder they are in.
 WORKERS = set()
 
 
@@ -332,67 +332,3 @@ def quiet_classes(codes, namespaces):
     finally:
         WITHIN.clear()
     return out
-
-
-def phase_report(where):
-    """The code of the project's ``.py`` files (:func:`project_file`; ``where``: the
-    interpreter's folders) each labelled part of the run executed, with the
-    code of the phases it uses (:func:`uses`): ``{"global": {path: [[qualified name,
-    first line], ...]}, "peeked": {...}, "parts": {label: {...}}, "openers": {path: [file,
-    ...]}}``, in the order the parts were first labelled; None if the run labelled none.
-    ``peeked``: the code whose ``__code__`` was read outside every part (pytest reading a
-    test's signature at collection), apart from ``global``, the code that ran there.
-    ``openers``: what opened (the first caller outside the standard library) or stat'ed
-    (``os.stat:`` and it) such a file other than the import system (its code is then not
-    all the run depended on). Whether the code of a file can stand for it is
-    memotest's to decide (``memotest_pytest/selection.py``)."""
-    if not USES:
-        return None
-    paths = set()
-    kept = {}  # id(code) -> (path, [qualified name, first line]), or None: not the project's
-
-    def keep(code):
-        # The code objects are alive (PHASES, PEEKED hold them): their ids are theirs.
-        key = id(code)
-        if key not in kept:
-            path = code.co_filename
-            kept[key] = (
-                (os.path.normpath(path), [qualname(code), code.co_firstlineno])
-                if project_file(path, where) and os.path.normpath(path) not in WORKERS
-                else None
-            )
-        return kept[key]
-
-    def entries(*groups):
-        out = {}
-        seen = set()
-        for group in groups:
-            for key, entry in group:
-                if key not in seen:
-                    seen.add(key)
-                    paths.add(entry[0])
-                    out.setdefault(entry[0], []).append(entry[1])
-        return out
-
-    def project(codes):
-        return [(id(c), e) for c in codes if (e := keep(c)) is not None]
-
-    # Each phase's code of the project, once: a test's part is its own phase's and those
-    # of the fixtures it uses, which many tests share (a test file of 175 tests and a few
-    # fixtures took 2.5 s when every test filtered every code object again).
-    of_label = {}
-
-    def phase_codes(label):
-        if label not in of_label:
-            of_label[label] = project([*PHASES.get(label, ()), *PEEKED.get(label, ())])
-        return of_label[label]
-
-    parts = {}
-    for label, others in USES.items():
-        parts[label] = entries(phase_codes(label), *(phase_codes(o) for o in others))
-    return {
-        "global": entries(project(PHASES.get("", ()))),
-        "peeked": entries(project(PEEKED.get("", ()))),
-        "parts": parts,
-        "openers": {p: sorted(OPENERS[p]) for p in paths if p in OPENERS},
-    }

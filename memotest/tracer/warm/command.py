@@ -33,6 +33,7 @@ MODULES = (
     "preload",
     "monitored",
     "code_watch",
+    "phases",
     "child",
     "untimed",
     "serve",
