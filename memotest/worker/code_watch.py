@@ -17,12 +17,17 @@ it (``dis``, ``numba``, ``inspect.signature``) counts as run.
 
 import os
 import sys
+from itertools import compress
+from operator import attrgetter
 
 from . import audit, call_lines, class_lines, defaults_seen, extensions
 from .codes import check, qualname
 from .interpreter import threads
 from .monitored import Monitored
 
+_FILENAME = attrgetter("co_filename")
+_NAME = attrgetter("co_name")
+_MODULE = "<module>"
 OPENED = set()  # .py files opened or stat'ed other than by an import
 OPENERS = {}  # such a file -> the files of the code that opened or stat'ed it
 FORKED = []
@@ -293,14 +298,16 @@ def code_report(executed, had, where):
         codes.append(code)
         inspected.extend(c for c in code.co_consts if hasattr(c, "co_code"))
     quiet = quiet_classes(codes, namespaces)
-    for code in {id(c): c for c in codes}.values():
-        if code.co_filename in sources:
-            # Keyed as the trace names it (``pythonpath = ..`` in ``tests/pytest.ini``
-            # imports ``tests/../pkg/a.py``).
-            entry = [qualname(code), code.co_firstlineno, check(code)]
-            if id(code) in quiet:
-                entry.append(quiet[id(code)])
-            found.setdefault(os.path.normpath(code.co_filename), []).append(entry)
+    # The project's code objects picked by file name in C: the others (pytest's, the
+    # standard library's) are most of the thousands a run executes.
+    ours = compress(codes, map(sources.__contains__, map(_FILENAME, codes)))
+    for code in {id(c): c for c in ours}.values():
+        # Keyed as the trace names it (``pythonpath = ..`` in ``tests/pytest.ini``
+        # imports ``tests/../pkg/a.py``).
+        entry = [qualname(code), code.co_firstlineno, check(code)]
+        if id(code) in quiet:
+            entry.append(quiet[id(code)])
+        found.setdefault(os.path.normpath(code.co_filename), []).append(entry)
     return found
 
 
@@ -312,9 +319,9 @@ def quiet_classes(codes, namespaces):
     out = {}
     WITHIN.append(True)  # what it reads of abc's code is not the run's
     try:
-        for code in codes:
+        for code in compress(codes, map(_MODULE.__eq__, map(_NAME, codes))):
             space = namespaces.get(code.co_filename)
-            if code.co_name != "<module>" or not isinstance(space, dict):
+            if not isinstance(space, dict):
                 continue
             try:
                 found = class_lines.quiet_offsets(code, space)
