@@ -40,6 +40,7 @@ from memotest.runner import Runner
 from memotest.step import Step
 from memotest.store import Record, Store
 from memotest.tracer.warm.pool import WorkerPool
+from memotest.tracer.warm.spec import WarmSpec
 
 if TYPE_CHECKING:
     from memotest.remote.cache import RemoteCache
@@ -125,9 +126,9 @@ class Build:
         self.summary = Summary()
         self.started = 0.0
         self.verdicts: dict[str, Fresh | Stale] = {}
-        #: The warm targets that have yet to start, by folder and Python (re-warms:
-        #: ``WorkerPool.waiting``).
-        self.waiting: Counter[tuple[str, str]] = Counter()
+        #: The warm targets that have yet to start, by what their worker spec takes of
+        #: them (:func:`_spec_key`; re-warms: ``WorkerPool.waiting``).
+        self.waiting: Counter[tuple[str, str, tuple[str, ...], tuple[str, ...]]] = Counter()
 
     def run(self, targets: list[Target]) -> Summary:
         self.started = time.monotonic()
@@ -136,7 +137,7 @@ class Build:
         pool = getattr(self.step.runner, "pool", None)
         try:
             queue, conflicts = self.plan(targets, serial)
-            self.waiting = Counter((t.cwd, t.argv[0]) for t in targets if t.warm and t.argv)
+            self.waiting = Counter(_spec_key(t) for t in targets if t.warm and t.argv)
             if pool is not None:
                 pool.expect(self._waiting)
             while queue or self.runner.busy:
@@ -222,15 +223,16 @@ class Build:
                 self.finish(result, queue)
         queue.push(ready)
 
-    def _waiting(self, cwd: str, python: str) -> int:
-        """How many targets in ``cwd`` run by ``python`` have yet to start (called from
-        the runs' threads: one read of a dict only the build's thread writes)."""
-        return self.waiting.get((cwd, python), 0)
+    def _waiting(self, spec: WarmSpec) -> int:
+        """How many targets that could fork from a worker of ``spec`` have yet to start
+        (called from the runs' threads: one read of a dict only the build's thread
+        writes)."""
+        return self.waiting.get((spec.cwd, spec.python, spec.modules, spec.prepare), 0)
 
     def _started(self, target: Target) -> None:
         """``target`` starts (or will not run): one less waiting (:meth:`_waiting`)."""
         if target.warm and target.argv:
-            key = (target.cwd, target.argv[0])
+            key = _spec_key(target)
             self.waiting[key] = self.waiting.get(key, 0) - 1
 
     def finish(self, result: TargetResult, queue: BuildQueue, ran: bool = False) -> None:
@@ -243,6 +245,12 @@ class Build:
             self.summary.first_failure = time.monotonic() - self.started
         target = queue.by_name[result.name]
         self.step.report(target, result)
+
+
+def _spec_key(target: Target) -> tuple[str, str, tuple[str, ...], tuple[str, ...]]:
+    """What a warm target's worker spec (``WarmSpec.of``) takes of the target, but the
+    environment: targets of one spec share it (an upper bound of those that do)."""
+    return (target.cwd, target.argv[0], tuple(target.warm), tuple(target.prepare))
 
 
 def interrupt_on_sigterm() -> Callable[[], None]:

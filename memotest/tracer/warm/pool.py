@@ -71,9 +71,9 @@ class WorkerPool:
         self._rewarms: dict[WarmSpec, int] = {}
         self._rewarming: list[threading.Thread] = []
         self._closed = False
-        #: How many of the build's targets of a folder and Python have yet to start (at
-        #: least as many as could fork from a worker of a spec of theirs); None: unknown.
-        self.waiting: Callable[[str, str], int] | None = None
+        #: How many of the build's targets that could fork from a worker of a spec have
+        #: yet to start (at least as many as will); None: unknown.
+        self.waiting: Callable[[WarmSpec], int] | None = None
         #: The specs whose runs taught the book before the build said what is left
         #: (:meth:`defer`); None: not deferring.
         self._deferred: set[WarmSpec] | None = None
@@ -162,7 +162,7 @@ class WorkerPool:
         with self._lock:
             self._deferred = set()
 
-    def expect(self, waiting: Callable[[str, str], int] | None) -> None:
+    def expect(self, waiting: Callable[[WarmSpec], int] | None) -> None:
         """The build's targets that have yet to start (:attr:`waiting`); the re-warms
         deferred until now are decided."""
         with self._lock:
@@ -175,7 +175,7 @@ class WorkerPool:
         """Starts a re-warm of ``spec``'s worker if it would preload too little of what
         the book knows and enough targets are left (module doc)."""
         waiting = self.waiting
-        if waiting is not None and waiting(spec.cwd, spec.python) < REWARM_RUNS_LEFT:
+        if waiting is not None and waiting(spec) < REWARM_RUNS_LEFT:
             return
         with self._lock:
             current = self._workers.get(spec)
