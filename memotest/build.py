@@ -19,6 +19,7 @@ from __future__ import annotations
 import fnmatch
 import signal
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -39,6 +40,7 @@ from memotest.runner import Runner
 from memotest.step import Step
 from memotest.store import Record, Store
 from memotest.tracer.warm.pool import WorkerPool
+from memotest.tracer.warm.spec import WarmSpec
 
 if TYPE_CHECKING:
     from memotest.remote.cache import RemoteCache
@@ -124,13 +126,20 @@ class Build:
         self.summary = Summary()
         self.started = 0.0
         self.verdicts: dict[str, Fresh | Stale] = {}
+        #: The warm targets that have yet to start, by what their worker spec takes of
+        #: them (:func:`_spec_key`; re-warms: ``WorkerPool.waiting``).
+        self.waiting: Counter[tuple[str, str, tuple[str, ...], tuple[str, ...]]] = Counter()
 
     def run(self, targets: list[Target]) -> Summary:
         self.started = time.monotonic()
         plugins.call("memotest_build_start", targets=targets, config=self.config)
         serial = schedule.serial_order(targets)
+        pool = getattr(self.step.runner, "pool", None)
         try:
             queue, conflicts = self.plan(targets, serial)
+            self.waiting = Counter(_spec_key(t) for t in targets if t.warm and t.argv)
+            if pool is not None:
+                pool.expect(self._waiting)
             while queue or self.runner.busy:
                 released = queue.released()
                 if released:
@@ -138,6 +147,7 @@ class Build:
                     continue
                 while queue.ready and self.runner.can_start(queue.ready[0]):
                     target = queue.ready.pop(0)
+                    self._started(target)
                     self.step.snapshot(target, queue.records.get(target.name))
                     self.step.choose(target, self.verdicts.get(target.name), self.store)
                     self.runner.start(target)
@@ -160,6 +170,8 @@ class Build:
                 self.remote.abort()  # waits for no upload
             raise
         finally:
+            if pool is not None:
+                pool.waiting = None
             self.runner.close()
             if self.remote is not None and not self.remote.aborted:
                 from memotest.remote.durations import publish_durations
@@ -211,7 +223,21 @@ class Build:
                 self.finish(result, queue)
         queue.push(ready)
 
+    def _waiting(self, spec: WarmSpec) -> int:
+        """How many targets that could fork from a worker of ``spec`` have yet to start
+        (called from the runs' threads: one read of a dict only the build's thread
+        writes)."""
+        return self.waiting.get((spec.cwd, spec.python, spec.modules, spec.prepare), 0)
+
+    def _started(self, target: Target) -> None:
+        """``target`` starts (or will not run): one less waiting (:meth:`_waiting`)."""
+        if target.warm and target.argv:
+            key = _spec_key(target)
+            self.waiting[key] = self.waiting.get(key, 0) - 1
+
     def finish(self, result: TargetResult, queue: BuildQueue, ran: bool = False) -> None:
+        if not ran:
+            self._started(queue.by_name[result.name])
         queue.finish(result.name, result.status, ran)
         self.summary.results.append(result)
         failed = result.status in ("failed", "timeout", "error")
@@ -219,6 +245,12 @@ class Build:
             self.summary.first_failure = time.monotonic() - self.started
         target = queue.by_name[result.name]
         self.step.report(target, result)
+
+
+def _spec_key(target: Target) -> tuple[str, str, tuple[str, ...], tuple[str, ...]]:
+    """What a warm target's worker spec (``WarmSpec.of``) takes of the target, but the
+    environment: targets of one spec share it (an upper bound of those that do)."""
+    return (target.cwd, target.argv[0], tuple(target.warm), tuple(target.prepare))
 
 
 def interrupt_on_sigterm() -> Callable[[], None]:

@@ -209,7 +209,7 @@ class Trace:
     code_whole: str | None = None
     #: With ``code``, when a test runner's plugin labelled the parts of the run (each
     #: test): the code of the project's files each part executed
-    #: (``worker/code_watch.py``'s ``phase_report``). None otherwise.
+    #: (``worker/phases.py``'s ``phase_report``). None otherwise.
     phases: dict[str, object] | None = None
     #: Folders that a process other than the command's own (and the warm worker's)
     #: listed, and that reported nothing of its listings that can be trusted

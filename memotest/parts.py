@@ -5,7 +5,10 @@ labels its parts (``memotest/worker/code_watch.py``'s ``phase``: for pytest each
 whose part counts the fixtures it used, whichever test's setup ran them:
 ``memotest_pytest/attribute.py``). The run reports, per part and for what ran outside
 every part (imports, collection, the end: ``global``), the code objects of the project's
-``.py`` files it executed, by qualified name and first line (``Trace.phases``).
+``.py`` files it executed, by qualified name and first line (``Trace.phases``): each code
+object once, each phase's by index, and per part the phases it uses
+(``memotest/worker/phases.py``); a part's code is its phase's and theirs, taken here once
+per phase rather than by the run once per test.
 
 :func:`parts_blob` turns that into the blob a record names (``Record.parts``): each code
 object by its key in the file's tree (``Outer.method#0``, the scheme of
@@ -42,8 +45,10 @@ def parts_blob(
     none): ``{"tag", "order", "global", "peeked", "parts": {label: {path: [key, ...]}}, "trees":
     {path: {key: digest}}, "unmapped": [path, ...], "openers": {path: [file, ...]}}``."""
     phases: Any = trace.phases
-    if not isinstance(phases, dict) or not isinstance(phases.get("parts"), dict):
+    if not isinstance(phases, dict) or not isinstance(phases.get("uses"), dict):
         return None
+    table: list[Any] = phases.get("codes") or []
+    of_phase: dict[str, Any] = phases.get("phases") or {}
     sigs = {fp.path: fp.sig for fp in inputs}
     trees: dict[str, dict[str, str]] = {}
     places: dict[str, dict[tuple[str, int], list[str]] | None] = {}
@@ -72,34 +77,59 @@ def parts_blob(
         return found
 
     unmapped: set[str] = set()
+    #: Per code of the table: its path and its keys in the file's tree (none: unmapped).
+    mapped: dict[int, tuple[str, list[str]]] = {}
 
-    def keys(entries: Any) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
-        for path, codes in (entries or {}).items():
-            by_place = place_map(path)
-            if by_place is None:
-                unmapped.add(path)
-                continue
+    def key_of(at: int) -> tuple[str, list[str]]:
+        done = mapped.get(at)
+        if done is not None:
+            return done
+        path, name, line = table[at]
+        by_place = place_map(path)
+        got: list[str] = []
+        if by_place is None or not (got := by_place.get((name, line)) or []):
+            unmapped.add(path)
+        if by_place is not None:
             tree = compiled[path]
             assert isinstance(tree.codes, dict)
-            mine = out.setdefault(path, [])
-            for name, line in codes:
-                got = by_place.get((name, line))
-                if not got:
-                    unmapped.add(path)
-                    continue
-                for key in got:
-                    mine.append(key)
-                    code, body = tree.codes[key]
-                    trees[path][key] = _memo(tree.memo, key, code, not body)
-        return {p: sorted(set(k)) for p, k in out.items()}
+            for key in got:
+                code, body = tree.codes[key]
+                trees[path][key] = _memo(tree.memo, key, code, not body)
+        done = mapped[at] = (path, got)
+        return done
+
+    def grouped(group: Any) -> dict[str, set[str]]:
+        """The keys of the code ``group`` names by index, by file (a file that cannot be
+        mapped is left out, and unmapped)."""
+        out: dict[str, set[str]] = {}
+        for at in group or ():
+            path, got = key_of(at)
+            if path in compiled:
+                out.setdefault(path, set()).update(got)
+        return out
+
+    # Each phase's keys once: a test's part is its phase's and its fixtures', which
+    # many tests share.
+    per_phase: dict[str, dict[str, set[str]]] = {}
+
+    def part(label: str, others: Any) -> dict[str, list[str]]:
+        out: dict[str, set[str]] = {}
+        for each in (label, *others):
+            if each not in per_phase:
+                per_phase[each] = grouped(of_phase.get(each))
+            for path, got in per_phase[each].items():
+                out.setdefault(path, set()).update(got)
+        return {p: sorted(k) for p, k in out.items()}
+
+    def keys(group: Any) -> dict[str, list[str]]:
+        return {p: sorted(k) for p, k in grouped(group).items()}
 
     blob = {
         "tag": cache_tag(),
         "global": keys(phases.get("global")),
         "peeked": keys(phases.get("peeked")),
-        "order": [label for label in phases["parts"]],
-        "parts": {label: keys(entries) for label, entries in phases["parts"].items()},
+        "order": list(phases["uses"]),
+        "parts": {label: part(label, others) for label, others in phases["uses"].items()},
         "openers": phases.get("openers") or {},
     }
     # A file another process read (a subprocess running the project's code) may have

@@ -37,6 +37,7 @@ def test_a_full_run_rewarms_its_worker_and_a_library_edit_still_reruns(tmp_path)
     code, out, st = build_statuses(proj, "-v", "-j1", "--pytest", env=env)
     assert code == 0, out
     assert set(st.values()) == {"passed"} and len(st) == 8, out
+    assert "a warm worker's re-warm started" in out
     assert "a warm worker was re-warmed with what the runs imported" in out
     # The runs forked from the re-warmed worker hold what it read while preloading:
     # editing the library re-runs every target, and the one that checks it fails.
@@ -52,3 +53,16 @@ def test_no_preload_means_no_rewarm(tmp_path):
     code, out, _ = build_statuses(proj, "-v", "-j1", "--no-preload", "--pytest", env=env)
     assert code == 0, out
     assert "re-warmed" not in out
+
+
+def test_no_rewarm_for_the_last_target(tmp_path):
+    # One test file: once its run taught the book the library, no target is left that a
+    # re-warmed worker could serve, so none is started (its start would cost more than
+    # it saves; tracer/warm/pool.py's REWARM_RUNS_LEFT).
+    site = write_tree(tmp_path / "site", LIBRARY)
+    files = {"pytest.ini": "[pytest]\n", "tests/test_a.py": USES.format(i=1)}
+    proj = write_tree(tmp_path / "proj", files)
+    env = dict(os.environ, PYTHONPATH=str(site))
+    code, out, st = build_statuses(proj, "-v", "-j1", "--pytest", env=env)
+    assert code == 0 and st == {"pytest:tests/test_a.py": "passed"}, out
+    assert "re-warm started" not in out, out

@@ -220,6 +220,7 @@ def warm_pool(config: plugins.Config) -> WorkerPool:
     pool = WorkerPool(config=config)
     pool.preload = not config.options.no_preload
     pool.code_level = not config.options.whole_files
+    pool.defer()  # the build says how many targets are left (re-warms)
     return pool
 
 

@@ -13,8 +13,9 @@ import os
 import sys
 
 from . import extensions
-from .code_watch import EXECUTED, code_report, phase_report, watch_code
+from .code_watch import EXECUTED, code_report, watch_code
 from .listings import FILL, absolute, listing_report, watch_forks
+from .phases import phase_report
 from .preload import imported_report
 from .sections import section_report
 

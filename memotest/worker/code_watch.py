@@ -17,11 +17,16 @@ it (``dis``, ``numba``, ``inspect.signature``) counts as run.
 
 import os
 import sys
+from itertools import compress
+from operator import attrgetter
 
 from . import audit, call_lines, class_lines, defaults_seen, extensions
 from .codes import check, qualname
 from .interpreter import threads
 
+_FILENAME = attrgetter("co_filename")
+_NAME = attrgetter("co_name")
+_MODULE = "<module>"
 OPENED = set()  # .py files opened or stat'ed other than by an import
 OPENERS = {}  # such a file -> the files of the code that opened or stat'ed it
 FORKED = []  # the run forked (the worker's own forks: prepared_code.forked)
@@ -39,7 +44,7 @@ USES = {}
 PEEKED = {}
 SEEN_INSPECTED = [0]
 #: The files of the modules the worker imported (memotest's own among them): not the
-#: project's in any part (:func:`phase_report`); but those its preparation imported while
+#: project's in any part (``phases.phase_report``); but those its preparation imported while
 #: noting the code (``PREPARED``; what of the project's ran then: ``prepared_code.py``).
 WORKERS, PREPARED, PREPARED_CODES = set(), set(), []
 
@@ -276,14 +281,16 @@ def code_report(executed, had, where):
         codes.append(code)
         inspected.extend(c for c in code.co_consts if hasattr(c, "co_code"))
     quiet = quiet_classes(codes, namespaces)
-    for code in {id(c): c for c in codes}.values():
-        if code.co_filename in sources:
-            # Keyed as the trace names it (``pythonpath = ..`` in ``tests/pytest.ini``
-            # imports ``tests/../pkg/a.py``).
-            entry = [qualname(code), code.co_firstlineno, check(code)]
-            if id(code) in quiet:
-                entry.append(quiet[id(code)])
-            found.setdefault(os.path.normpath(code.co_filename), []).append(entry)
+    # The project's code objects picked by file name in C: the others (pytest's, the
+    # standard library's) are most of the thousands a run executes.
+    ours = compress(codes, map(sources.__contains__, map(_FILENAME, codes)))
+    for code in {id(c): c for c in ours}.values():
+        # Keyed as the trace names it (``pythonpath = ..`` in ``tests/pytest.ini``
+        # imports ``tests/../pkg/a.py``).
+        entry = [qualname(code), code.co_firstlineno, check(code)]
+        if id(code) in quiet:
+            entry.append(quiet[id(code)])
+        found.setdefault(os.path.normpath(code.co_filename), []).append(entry)
     return found
 
 
@@ -295,9 +302,9 @@ def quiet_classes(codes, namespaces):
     out = {}
     WITHIN.append(True)  # what it reads of abc's code is not the run's
     try:
-        for code in codes:
+        for code in compress(codes, map(_MODULE.__eq__, map(_NAME, codes))):
             space = namespaces.get(code.co_filename)
-            if code.co_name != "<module>" or not isinstance(space, dict):
+            if not isinstance(space, dict):
                 continue
             try:
                 found = class_lines.quiet_offsets(code, space)
@@ -315,67 +322,3 @@ def quiet_classes(codes, namespaces):
     finally:
         WITHIN.clear()
     return out
-
-
-def phase_report(where):
-    """The code of the project's ``.py`` files (:func:`project_file`; ``where``: the
-    interpreter's folders) each labelled part of the run executed, with the
-    code of the phases it uses (:func:`uses`): ``{"global": {path: [[qualified name,
-    first line], ...]}, "peeked": {...}, "parts": {label: {...}}, "openers": {path: [file,
-    ...]}}``, in the order the parts were first labelled; None if the run labelled none.
-    ``peeked``: the code whose ``__code__`` was read outside every part (pytest reading a
-    test's signature at collection), apart from ``global``, the code that ran there.
-    ``openers``: what opened (the first caller outside the standard library) or stat'ed
-    (``os.stat:`` and it) such a file other than the import system (its code is then not
-    all the run depended on). Whether the code of a file can stand for it is
-    memotest's to decide (``memotest_pytest/selection.py``)."""
-    if not USES:
-        return None
-    paths = set()
-    kept = {}  # id(code) -> (path, [qualified name, first line]), or None: not the project's
-
-    def keep(code):
-        # The code objects are alive (PHASES, PEEKED hold them): their ids are theirs.
-        key = id(code)
-        if key not in kept:
-            path = code.co_filename
-            kept[key] = (
-                (os.path.normpath(path), [qualname(code), code.co_firstlineno])
-                if project_file(path, where) and os.path.normpath(path) not in WORKERS
-                else None
-            )
-        return kept[key]
-
-    def entries(*groups):
-        out = {}
-        seen = set()
-        for group in groups:
-            for key, entry in group:
-                if key not in seen:
-                    seen.add(key)
-                    paths.add(entry[0])
-                    out.setdefault(entry[0], []).append(entry[1])
-        return out
-
-    def project(codes):
-        return [(id(c), e) for c in codes if (e := keep(c)) is not None]
-
-    # Each phase's code of the project, once: a test's part is its own phase's and those
-    # of the fixtures it uses, which many tests share (a test file of 175 tests and a few
-    # fixtures took 2.5 s when every test filtered every code object again).
-    of_label = {}
-
-    def phase_codes(label):
-        if label not in of_label:
-            of_label[label] = project([*PHASES.get(label, ()), *PEEKED.get(label, ())])
-        return of_label[label]
-
-    parts = {}
-    for label, others in USES.items():
-        parts[label] = entries(phase_codes(label), *(phase_codes(o) for o in others))
-    return {
-        "global": entries(project(PHASES.get("", ()))),
-        "peeked": entries(project(PEEKED.get("", ()))),
-        "parts": parts,
-        "openers": {p: sorted(OPENERS[p]) for p in paths if p in OPENERS},
-    }

@@ -19,7 +19,12 @@ Standard library only, Python 3.10 syntax: it runs in the worker
 (``memotest/worker/__init__.py``).
 """
 
+from itertools import compress
+from operator import attrgetter
+
 from .codes import default_sites
+
+_NAME = attrgetter("co_name")
 
 #: The code objects of the functions whose ``__defaults__`` or ``__kwdefaults__`` were read.
 DEFAULTS_READ = []
@@ -50,13 +55,13 @@ def unseen(codes, namespaces):
     reload: the first one's functions may have been read)."""
     if GC_READ:
         return {}
-    ran = {id(c) for c in codes}
-    read = {id(c) for c in DEFAULTS_READ}
-    framed = {id(c) for c in FRAMES_READ}
+    ran = set(map(id, codes))
+    read = set(map(id, DEFAULTS_READ))
+    framed = set(map(id, FRAMES_READ))
     bodies = {}
-    for code in codes:
-        if code.co_name == "<module>":
-            bodies.setdefault(code.co_filename, {})[id(code)] = code
+    # The module bodies, picked in C: a run executes thousands of code objects.
+    for code in compress(codes, map("<module>".__eq__, map(_NAME, codes))):
+        bodies.setdefault(code.co_filename, {})[id(code)] = code
     out = {}
     for path, found in bodies.items():
         if len(found) != 1 or not isinstance(namespaces.get(path), dict):

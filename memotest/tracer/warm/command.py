@@ -34,6 +34,7 @@ MODULES = (
     "monitored",
     "code_watch",
     "prepared_code",
+    "phases",
     "child",
     "untimed",
     "serve",

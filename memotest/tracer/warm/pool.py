@@ -20,6 +20,7 @@ already left modules out in this build (its preload is settled until the next bu
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from memotest._executed import extension_path
 from memotest.plugins import Config
@@ -32,6 +33,8 @@ from memotest.tracer.warm.worker import CHANGED_WHILE_STARTING, Worker
 #: re-warm (see the module doc), and how many re-warms a spec gets per build.
 REWARM_MIN = 10
 REWARMS = 2
+#: How many targets that could fork from a re-warmed worker must have yet to start.
+REWARM_RUNS_LEFT = 2
 
 
 class WorkerPool:
@@ -68,6 +71,12 @@ class WorkerPool:
         self._rewarms: dict[WarmSpec, int] = {}
         self._rewarming: list[threading.Thread] = []
         self._closed = False
+        #: How many of the build's targets that could fork from a worker of a spec have
+        #: yet to start (at least as many as will); None: unknown.
+        self.waiting: Callable[[WarmSpec], int] | None = None
+        #: The specs whose runs taught the book before the build said what is left
+        #: (:meth:`defer`); None: not deferring.
+        self._deferred: set[WarmSpec] | None = None
 
     def worker(self, spec: WarmSpec) -> Worker | None:
         """The worker for ``spec``, started if needed; None if none can be."""
@@ -142,6 +151,33 @@ class WorkerPool:
             return
         self.book.learn(spec.cwd, spec.python, run.report)
         with self._lock:
+            if self.waiting is None and self._deferred is not None:
+                self._deferred.add(spec)  # decided once the build says what is left
+                return
+        self._consider(spec)
+
+    def defer(self) -> None:
+        """A build will say how many targets are left (:meth:`expect`): until then, what
+        the runs teach (the collection's) starts no re-warm."""
+        with self._lock:
+            self._deferred = set()
+
+    def expect(self, waiting: Callable[[WarmSpec], int] | None) -> None:
+        """The build's targets that have yet to start (:attr:`waiting`); the re-warms
+        deferred until now are decided."""
+        with self._lock:
+            self.waiting = waiting
+            deferred, self._deferred = self._deferred or set(), None
+        for spec in deferred:
+            self._consider(spec)
+
+    def _consider(self, spec: WarmSpec) -> None:
+        """Starts a re-warm of ``spec``'s worker if it would preload too little of what
+        the book knows and enough targets are left (module doc)."""
+        waiting = self.waiting
+        if waiting is not None and waiting(spec) < REWARM_RUNS_LEFT:
+            return
+        with self._lock:
             current = self._workers.get(spec)
             if (
                 self._closed
@@ -159,6 +195,7 @@ class WorkerPool:
             if self._closed or self._rewarms.get(spec, 0) >= REWARMS:
                 return
             self._rewarms[spec] = self._rewarms.get(spec, 0) + 1
+            self._note("a warm worker's re-warm started")
             thread = threading.Thread(
                 target=self._rewarm, args=(spec, current, preload, after), name="memotest-rewarm"
             )
