@@ -143,3 +143,39 @@ def flip(root: Path) -> None:
     """Makes ``src`` of :func:`aged_pair` the newer, content kept."""
     now = time.time_ns() - HOUR // 2
     os.utime(root / "src", ns=(now, now))
+
+
+# --- Opt-in per-test CPU recorder -----------------------------------------------------
+# MEMOTEST_TEST_CPU=PATH appends one JSON line per test to PATH: the CPU (user, sys) the
+# test's pytest process spent on it, its own and its reaped children's (getrusage SELF +
+# CHILDREN deltas over setup, call and teardown), and its wall time. A daemon the test
+# started (a warm worker, a server) counts only once reaped, so possibly against a later
+# test; a session fixture counts against the first test that uses it.
+_CPU_RECORD = os.environ.get("MEMOTEST_TEST_CPU")
+
+
+def _cpu_now() -> tuple[float, float]:
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + kids.ru_utime, own.ru_stime + kids.ru_stime
+
+
+if _CPU_RECORD:
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        user, system = _cpu_now()
+        wall = time.monotonic()
+        yield
+        user2, system2 = _cpu_now()
+        line = {
+            "test": item.nodeid,
+            "user": round(user2 - user, 3),
+            "sys": round(system2 - system, 3),
+            "wall": round(time.monotonic() - wall, 3),
+            "worker": os.environ.get("PYTEST_XDIST_WORKER", ""),
+        }
+        with open(_CPU_RECORD, "a") as out:
+            out.write(json.dumps(line) + "\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -11,6 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from conftest import memotest
 
@@ -376,17 +378,35 @@ def test_sigint_stops_running_targets_and_exits_130(tmp_path):
         stderr=subprocess.STDOUT,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if subprocess.run(["pgrep", "-f", "sleep 37"], capture_output=True).returncode == 0:
-            break
+    # The sleeper is found in this build's own process tree (never machine-wide: another
+    # run of the suite has its own `sleep 37`).
+    build_proc = psutil.Process(proc.pid)
+    sleeper = None
+    deadline = time.monotonic() + 30
+    while sleeper is None and time.monotonic() < deadline:
+        with contextlib.suppress(psutil.Error):
+            sleeper = next(
+                (p for p in build_proc.children(recursive=True) if p.name() == "sleep"), None
+            )
         time.sleep(0.05)
+    assert sleeper is not None, "the target's sleep never started"
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=20) == 130
-    time.sleep(0.2)
-    assert subprocess.run(["pgrep", "-f", "sleep 37"], capture_output=True).returncode == 1
+    # Gone (or a zombie its reaper has not collected yet), within a moment.
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline and _alive(sleeper):
+        time.sleep(0.05)
+    assert not _alive(sleeper), sleeper
     _code, out, _data = build(root, "--dry-run")
     assert "would run" in out
+
+
+def _alive(process: psutil.Process) -> bool:
+    """Whether ``process`` (the same one: psutil checks its start time) still runs."""
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def test_dry_run_runs_nothing(readers):
