@@ -58,6 +58,13 @@ def test_one_target_per_file_cached_then_only_the_importer_reruns(proj):
     code, out, st = build(proj, "--pytest")
     assert code == 0, out
     assert st == dict.fromkeys(ALL, "passed")
+    # The collection is recorded like a target: its inputs include the test files.
+    from memotest.store import Store
+
+    with Store.open(proj, lock=False) as store:
+        rec = store.get("pytest-collection:.")
+        assert rec is not None and rec.cacheable, rec and rec.uncacheable_reason
+        assert any(i.path.endswith("test_arith.py") for i in rec.inputs)
     code, out, st = build(proj, "--pytest")
     assert code == 0, out
     assert st == dict.fromkeys(ALL, "cached")
@@ -116,18 +123,6 @@ def test_from_pytest_and_no_tests(tmp_path, proj):
     code, out, _ = build(empty, "--pytest")
     assert code == 2
     assert "no tests collected" in out
-
-
-def test_collection_itself_is_memoized(proj):
-    code, out, _ = build(proj, "--pytest")
-    assert code == 0, out
-    # The collection is recorded like a target: its inputs include the test files.
-    from memotest.store import Store
-
-    with Store.open(proj, lock=False) as store:
-        rec = store.get("pytest-collection:.")
-        assert rec is not None and rec.cacheable, rec and rec.uncacheable_reason
-        assert any(i.path.endswith("test_arith.py") for i in rec.inputs)
 
 
 def test_editing_one_test_file_or_a_root_file_reruns_only_its_own_target(proj):
