@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import compileall
+import fcntl
 import json
 import os
 import shutil
@@ -102,21 +103,30 @@ def trace(*cmd: str, cwd: str | os.PathLike | None = None, env: dict | None = No
 
 @pytest.fixture(scope="session")
 def cprog(tmp_path_factory):
-    """Compiles ``tests/shim_programs/NAME.c`` once per session; returns its path."""
+    """Compiles ``tests/shim_programs/NAME.c`` once per run; returns its path. Under xdist
+    the workers of one run share the programs (a folder beside their own base folders,
+    under a lock): each is compiled once, not once per worker."""
     if not shutil.which("gcc"):
         pytest.skip("gcc is needed to build the C test programs")
-    out = tmp_path_factory.mktemp("cprogs")
+    base = tmp_path_factory.getbasetemp()
+    out = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "cprogs"
+    out.mkdir(exist_ok=True)
     built: dict[tuple[str, bool], str] = {}
 
     def build(name: str, static: bool = False) -> str:
         key = (name, static)
         if key not in built:
             exe = out / (name + ("-static" if static else ""))
-            cmd = ["gcc", "-O1", "-pthread", "-o", str(exe), str(PROGRAMS / f"{name}.c")]
-            if static:
-                cmd.insert(1, "-static")
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-            assert proc.returncode == 0, proc.stderr
+            with open(out / ".lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if not exe.exists():
+                    part = exe.with_name(exe.name + ".part")
+                    cmd = ["gcc", "-O1", "-pthread", "-o", str(part), str(PROGRAMS / f"{name}.c")]
+                    if static:
+                        cmd.insert(1, "-static")
+                    proc = subprocess.run(cmd, capture_output=True, text=True)
+                    assert proc.returncode == 0, proc.stderr
+                    part.rename(exe)
             built[key] = str(exe)
         return built[key]
 

@@ -253,39 +253,33 @@ READS_GZ = """
 """
 
 
-def gz_project(tmp_path: Path, test_a: str) -> Path:
-    """A project whose ``tests/table.json.gz`` holds ``[1, 2]`` under the name ``tmpabc``,
-    built once."""
-    proj = project(tmp_path, test_a)
+#: Reads the file raw: the name in its header counts, so the file is held whole.
+READS_GZ_RAW = """
+    import pathlib
+
+    def test_c():
+        path = pathlib.Path(__file__).parent / "table.json.gz"
+        assert b"tmpabc" in path.read_bytes()
+"""
+C = "pytest:tests/test_c.py"
+
+
+def test_a_gzip_file_read_through_gzip_holds_by_its_data_read_raw_whole(tmp_path):
+    """``tests/table.json.gz`` holds ``[1, 2]`` under the name ``tmpabc``: A reads it
+    through gzip, C reads its bytes."""
+    proj = project(tmp_path, READS_GZ)
+    write_tree(proj, {"tests/test_c.py": READS_GZ_RAW})
     (proj / GZ).write_bytes(gz_bytes(b"[1, 2]", "tmpabc"))
-    assert built(proj) == {A: "passed", B: "passed"}
-    return proj
-
-
-def test_a_gzip_file_read_through_gzip_holds_by_its_data(tmp_path):
-    proj = gz_project(tmp_path, READS_GZ)
+    assert built(proj) == {A: "passed", B: "passed", C: "passed"}
     assert kind(proj, A, GZ) == "section"
+    assert kind(proj, C, GZ) == "file"
     # The same data under another name in the header: what hypothesis's rewrites change.
     (proj / GZ).write_bytes(gz_bytes(b"[1, 2]", "tmpxyz"))
-    assert built(proj) == {A: "cached", B: "cached"}
+    assert built(proj) == {A: "cached", B: "cached", C: "failed"}
     (proj / GZ).write_bytes(gz_bytes(b"[1, 3]", "tmpxyz"))
     explain = memotest("explain", A, cwd=proj).stdout.decode()
     assert "table.json.gz: its gzip data changed" in explain, explain
-    assert built(proj) == {A: "failed", B: "cached"}
-
-
-def test_a_gzip_file_read_raw_is_whole(tmp_path):
-    test_a = """
-        import pathlib
-
-        def test_a():
-            path = pathlib.Path(__file__).parent / "table.json.gz"
-            assert b"tmpabc" in path.read_bytes()
-    """
-    proj = gz_project(tmp_path, test_a)
-    assert kind(proj, A, GZ) == "file"
-    (proj / GZ).write_bytes(gz_bytes(b"[1, 2]", "tmpxyz"))
-    assert built(proj) == {A: "failed", B: "cached"}
+    assert built(proj)[A] == "failed"
 
 
 REWRITES_GZ = """

@@ -163,20 +163,42 @@ def helper_project(tmp_path):
     return root, tmp_path / "counter"
 
 
+def nox_merged(root: Path, *args: str) -> tuple[int, str]:
+    """:func:`nox` with its output and its errors in one stream, in the order written."""
+    proc = subprocess.run(
+        [NOX, *args],
+        cwd=root,
+        env=environ(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=120,
+    )
+    return proc.returncode, proc.stdout
+
+
+def note_after_output(out: str, want: str) -> None:
+    """The memotest note that says ``want`` comes after the session's output."""
+    note = next(line for line in out.splitlines() if want in line and "memotest:" in line)
+    assert out.index("data=one mode=a") < out.index(note), out
+
+
 def test_memoized_session_replays_and_reruns_on_change(helper_project):
     root, count = helper_project
-    code, out = nox(root, "-s", "tests")
+    code, out = nox_merged(root, "-s", "tests")
     assert code == 0, out
     assert counter(count) == 1
     assert "data=one mode=a" in out
     assert "captured: 'quiet-output\\n'" in out
+    note_after_output(out, " ran: ")
 
-    code, out = nox(root, "-s", "tests")
+    code, out = nox_merged(root, "-s", "tests")
     assert code == 0, out
     assert counter(count) == 1  # not run again
     assert "data=one mode=a" in out  # but its output is shown
     assert "captured: 'quiet-output\\n'" in out  # silent=True still returns the output
     assert "up to date" in out
+    note_after_output(out, " is up to date: ")
 
     (root / "data.txt").write_text("two")  # a file the command reads
     code, out = nox(root, "-s", "tests")
@@ -273,24 +295,6 @@ def test_memoized_in_a_real_venv_reruns_when_a_dependency_changes(tmp_path):
     code, out = nox(root, "-r", "-s", "tests")
     assert code == 0, out
     assert "dep-version 2.0" in out and counter(count) == 2
-
-
-def test_the_note_comes_after_the_output_on_a_run_and_on_a_replay(helper_project):
-    root, _count = helper_project
-    for want in (" ran: ", " is up to date: "):
-        proc = subprocess.run(
-            [NOX, "-s", "tests"],
-            cwd=root,
-            env=environ(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            timeout=120,
-        )
-        out = proc.stdout
-        assert proc.returncode == 0, out
-        note = next(line for line in out.splitlines() if want in line and "memotest:" in line)
-        assert out.index("data=one mode=a") < out.index(note), out
 
 
 REASON_NOXFILE = """

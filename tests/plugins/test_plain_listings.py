@@ -120,19 +120,15 @@ def test_tox_a_leftover_in_the_listed_folder_replays_a_new_module_reruns(tmp_pat
     (root / "tests/test_a.py").write_text(textwrap.dedent(TEST) + "\n# edited\n")
     code, out = tox(root, "-e", "py")
     assert code == 0 and count(counter_file) == 2, out
+    # A new conftest.py where pytest looks for one: it runs again (the counter says so).
+    (root / "conftest.py").write_text("def pytest_configure(config):\n    pass\n")
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and count(counter_file) == 3, out
     # A module the test's import now finds first, in the folder python -m put first.
     (root / "shapes.py").write_text("def area(n):\n    return n + n + 1\n")
     code, out = tox(root, "-e", "py")
-    assert code != 0 and count(counter_file) == 3, out
+    assert code != 0 and count(counter_file) == 4, out
     assert "shapes.py" in out, out
-
-
-def test_tox_a_new_conftest_reruns(tmp_path):
-    counter_file = tmp_path / "counter"
-    root = replayed_project(tmp_path, TEST)
-    (root / "conftest.py").write_text("def pytest_configure(config):\n    raise SystemExit(3)\n")
-    code, out = tox(root, "-e", "py")
-    assert code != 0 and count(counter_file) == 2, out
 
 
 #: The test walks the current folder through descriptors: every entry counts.
@@ -199,41 +195,43 @@ def nox_project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     return root, env
 
 
+#: The report channel reaches the pytest process memotest narrowed, not the processes it
+#: starts (the variable is taken out of its environment).
+ENV_TEST = """
+    def test_env():
+        import os
+        assert "MEMOTEST_LISTINGS" not in os.environ
+"""
+
+
 def test_nox_a_leftover_replays_a_new_module_reruns(tmp_path):
+    """Also: pytest lists every folder of ``sys.path`` for distributions (the plugins whose
+    asserts it rewrites) before it imports ``-p`` plugins: a new one in the current folder
+    brings a plugin, and runs again."""
     root, env = nox_project(tmp_path)
+    write_tree(root, {"tests/test_a.py": COUNTED_TEST + ENV_TEST})
+    write_tree(tmp_path / "lib", {"noted.py": "def pytest_configure(config):\n    pass\n"})
     count_file = tmp_path / "counter"
     code, out = nox(root, "-s", "tests", env=env)
-    assert code == 0 and "1 passed" in out and counter(count_file) == 1, out
+    assert code == 0 and "2 passed" in out and counter(count_file) == 1, out
     assert (root / ".benchmarks").is_dir()
     code, out = nox(root, "-s", "tests", env=env)
     assert code == 0 and "up to date" in out and counter(count_file) == 1, out
     (root / "CHANGES.md").write_text("## 1.1\n")
     code, out = nox(root, "-s", "tests", env=env)
     assert code == 0 and "up to date" in out and counter(count_file) == 1, out
-    (root / "shapes.py").write_text("def area(n):\n    return 5\n")
-    code, out = nox(root, "-s", "tests", env=env)
-    assert code != 0 and counter(count_file) == 2, out
-
-
-def test_nox_a_report_is_written_only_by_the_narrowed_process(tmp_path):
-    """The report channel reaches the pytest process memotest narrowed, not the processes
-    it starts (the variable is taken out of its environment)."""
-    root, env = nox_project(tmp_path)
     write_tree(
         root,
         {
-            "tests/test_a.py": COUNTED_TEST
-            + """
-    def test_env():
-        import os
-        assert "MEMOTEST_LISTINGS" not in os.environ
-"""
+            "noted-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: noted\n",
+            "noted-1.0.dist-info/entry_points.txt": "[pytest11]\nnoted = noted\n",
         },
     )
     code, out = nox(root, "-s", "tests", env=env)
-    assert code == 0 and "2 passed" in out, out
+    assert code == 0 and "up to date" not in out and counter(count_file) == 2, out
+    (root / "shapes.py").write_text("def area(n):\n    return 5\n")
     code, out = nox(root, "-s", "tests", env=env)
-    assert code == 0 and "up to date" in out, out
+    assert code != 0 and counter(count_file) == 3, out
 
 
 #: A program lists the folder, then becomes a pytest that reports (same pid): the report
@@ -286,25 +284,3 @@ def test_tox_an_import_that_failed_before_the_watch_counts(tmp_path):
     write(root, {**package, "org/python/core.py": "class PyStringMap(dict):\n    pass\n"})
     code, out = tox(root, "-e", "py")
     assert code != 0 and count(counter_file) == 2, out
-
-
-def test_nox_a_distribution_pytest_looked_for_before_the_watch_counts(tmp_path):
-    """pytest lists every folder of ``sys.path`` for distributions (the plugins whose
-    asserts it rewrites) before it imports ``-p`` plugins: a new one in the current folder
-    brings a plugin."""
-    root, env = nox_project(tmp_path)
-    count_file = tmp_path / "counter"
-    failing = "def pytest_configure(config):\n    raise SystemExit(4)\n"
-    write_tree(tmp_path / "lib", {"failing.py": failing})
-    assert nox(root, "-s", "tests", env=env)[0] == 0
-    code, out = nox(root, "-s", "tests", env=env)
-    assert code == 0 and "up to date" in out and counter(count_file) == 1, out
-    write_tree(
-        root,
-        {
-            "failing-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: failing\n",
-            "failing-1.0.dist-info/entry_points.txt": "[pytest11]\nfailing = failing\n",
-        },
-    )
-    code, out = nox(root, "-s", "tests", env=env)
-    assert code != 0 and "up to date" not in out, out
