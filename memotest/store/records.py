@@ -35,6 +35,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from memotest import __version__
 from memotest.model import Input
 from memotest.store import idarrays
 from memotest.store.damage import Garbled
@@ -51,10 +52,12 @@ STATUSES = ("passed", "failed", "timeout", "error", "skipped")
 MAX_VARIANTS = 8
 
 
-def default_recorder() -> str:
-    """The recorder version of this memotest (:data:`memotest.keys.RECORDER`)."""
-    from memotest.keys import RECORDER
+#: Bumped when what a record means changes; records of another recorder are stale.
+RECORDER = f"memotest-{__version__}/3"
 
+
+def default_recorder() -> str:
+    """The recorder version of this memotest (:data:`RECORDER`)."""
     return RECORDER
 
 
