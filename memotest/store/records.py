@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from memotest import __version__
+from memotest import RECORDER
 from memotest.model import Input
 from memotest.store import idarrays
 from memotest.store.damage import Garbled
@@ -52,12 +52,8 @@ STATUSES = ("passed", "failed", "timeout", "error", "skipped")
 MAX_VARIANTS = 8
 
 
-#: Bumped when what a record means changes; records of another recorder are stale.
-RECORDER = f"memotest-{__version__}/3"
-
-
 def default_recorder() -> str:
-    """The recorder version of this memotest (:data:`RECORDER`)."""
+    """The recorder version of this memotest (:data:`memotest.RECORDER`)."""
     return RECORDER
 
 
