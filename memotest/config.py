@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memotest import plugins
-from memotest.errors import ConfigError
+from memotest.errors import ConfigError, UsageError
 from memotest.model import Target, output_problem
-from memotest.store.gc import DEFAULT_MAX_SIZE
 
 _SIZE_UNITS = {
     "": 1,
@@ -78,6 +77,13 @@ DEFAULT_IGNORE = ("**/__pycache__/**", "**/.memotest/**")
 def default_ignore() -> tuple[str, ...]:
     """:data:`DEFAULT_IGNORE` and the patterns of every plugin's ``memotest_ignore``."""
     return DEFAULT_IGNORE + plugins.ignore_patterns(plugins.Config())
+
+
+#: The store's size bound when the targets file sets none (``settings.max_size``, see
+#: :mod:`memotest.store.gc`): room for thousands of variants with their logs and outputs
+#: (a record of 2,000 inputs takes about 10 kB), small beside a checkout's build folders
+#: and virtual environments.
+DEFAULT_MAX_SIZE = 1 << 30
 
 
 @dataclass
@@ -213,7 +219,7 @@ def _utf8(text: str) -> bool:
 def check_project(project: Project) -> None:
     """Raises a :class:`ConfigError` naming the first target :func:`target_problems`
     finds wrong, where it was defined (``file:line``), or whose cwd is a file. Every
-    loader's project goes through it (``plugins.load_project``)."""
+    loader's project goes through it (:func:`load_project`)."""
     for target in project.targets.values():
         problems = target_problems(target)
         if not problems and os.path.exists(target.cwd) and not os.path.isdir(target.cwd):
@@ -221,3 +227,27 @@ def check_project(project: Project) -> None:
         if problems:
             where = target.source or project.path
             raise ConfigError(f"{where}: target {target.name!r}: {problems[0][1]}")
+
+
+def load_project(config: plugins.Config, cwd: Path | None = None) -> Project:
+    """Loads the targets named by ``-f``/``--from`` (or found in ``cwd``) via plugins."""
+    options = config.options
+    source = getattr(options, "source", None)
+    path = Path(options.file) if getattr(options, "file", None) else None
+    broken = config.pluginmanager.broken
+    if source and source in broken:
+        raise UsageError(f"--from {source}: the plugin failed to load: {broken[source]}")
+    request = plugins.LoadRequest(path=path, source=source, cwd=cwd or Path.cwd(), options=options)
+    project = plugins.call("memotest_load_targets", request=request, config=config)
+    if project is None:
+        if source:
+            known = ", ".join(plugins.plugin_names())
+            raise UsageError(f"--from {source}: no plugin loads that source (plugins: {known})")
+        if path is not None:
+            raise ConfigError(f"{path}: no plugin knows how to read this file")
+        raise ConfigError(
+            f"no memotest.toml found in {request.cwd} or any parent folder, and no plugin "
+            "recognised a project here (create memotest.toml, or name a file with -f FILE)"
+        )
+    check_project(project)
+    return project

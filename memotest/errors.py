@@ -1,6 +1,9 @@
-"""Errors that end a command with a one-line message instead of a traceback."""
+"""Errors that end a command with a one-line message instead of a traceback, and the test
+hook that raises one of memotest's own failures on purpose (:func:`inject`)."""
 
 from __future__ import annotations
+
+import os
 
 
 class UsageError(Exception):
@@ -11,3 +14,19 @@ class UsageError(Exception):
 
 class ConfigError(UsageError):
     """A targets file that cannot be used; the message names the file and line."""
+
+
+#: The variable naming the stages that fail on purpose (tests only: :mod:`memotest.faults`).
+INJECT_VAR = "MEMOTEST_INJECT_FAULT"
+
+
+class InjectedFault(RuntimeError):
+    """The failure :func:`inject` raises."""
+
+
+def inject(stage: str) -> None:
+    """Raises :class:`InjectedFault` when ``MEMOTEST_INJECT_FAULT`` names ``stage``: the
+    test hook that makes memotest's failure paths real (:mod:`memotest.faults`)."""
+    wanted = os.environ.get(INJECT_VAR)
+    if wanted and stage in wanted.split(","):
+        raise InjectedFault(f"fault injected at {stage!r} ({INJECT_VAR})")

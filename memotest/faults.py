@@ -10,7 +10,7 @@ TYPE: MESSAGE``. The user sees that one line; the traceback goes to
 ``.memotest/faults.log`` (:func:`log`), bounded in size. Only an exception *before* the
 command started leaves a driver free to run it some other way (plainly, once).
 
-:func:`inject` is the test hook that makes those paths real: with
+:func:`inject` (:mod:`memotest.errors`) is the test hook that makes those paths real: with
 ``MEMOTEST_INJECT_FAULT=STAGE[,STAGE...]`` in memotest's environment, the named stage
 raises :class:`InjectedFault` where it would really fail (``trace``: reading the trace
 after the run; ``record``: storing the record; ``report``: the hook that reports a
@@ -25,25 +25,16 @@ import time
 import traceback
 from pathlib import Path
 
-#: The variable naming the stages that fail on purpose (tests only).
-INJECT_VAR = "MEMOTEST_INJECT_FAULT"
+# The test hook lives with the errors, below the store and the runner that call it.
+from memotest.errors import INJECT_VAR as INJECT_VAR
+from memotest.errors import InjectedFault as InjectedFault
+from memotest.errors import inject as inject
 
 #: Where the tracebacks go, under the project's store folder.
 LOG_NAME = "faults.log"
 
 #: The log is cut back to its last half past this size.
 LOG_LIMIT = 256 * 1024
-
-
-class InjectedFault(RuntimeError):
-    """The failure :func:`inject` raises."""
-
-
-def inject(stage: str) -> None:
-    """Raises :class:`InjectedFault` when ``MEMOTEST_INJECT_FAULT`` names ``stage``."""
-    wanted = os.environ.get(INJECT_VAR)
-    if wanted and stage in wanted.split(","):
-        raise InjectedFault(f"fault injected at {stage!r} ({INJECT_VAR})")
 
 
 def one_line(exc: BaseException) -> str:

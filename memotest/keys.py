@@ -44,7 +44,6 @@ from dataclasses import dataclass
 
 import xxhash
 
-from memotest import __version__
 from memotest.config import Settings
 from memotest.model import Target
 from memotest.roots import Roots
@@ -53,10 +52,6 @@ from memotest.roots import Roots
 def _same(text: str) -> str:
     """No roots (a caller that names no project): paths stay as they are."""
     return text
-
-
-#: Bumped when what a record means changes; records of another recorder are stale.
-RECORDER = f"memotest-{__version__}/3"
 
 
 @dataclass(frozen=True)

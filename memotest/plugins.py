@@ -37,7 +37,7 @@ import pluggy
 
 from memotest import hookspecs
 from memotest.entrypoints import entry_points  # importlib.metadata's, without importing it
-from memotest.errors import ConfigError, UsageError
+from memotest.errors import UsageError
 
 BUILTIN = (
     "memotest.builtin.targets_file",
@@ -211,29 +211,3 @@ def blame(exc: BaseException) -> str | None:
 def ignore_patterns(config: Config) -> tuple[str, ...]:
     """The paths plugins say are never inputs (``memotest_ignore``), in call order."""
     return tuple(p for patterns in call("memotest_ignore", config=config) for p in patterns)
-
-
-def load_project(config: Config, cwd: Path | None = None) -> Any:
-    """Loads the targets named by ``-f``/``--from`` (or found in ``cwd``) via plugins."""
-    options = config.options
-    source = getattr(options, "source", None)
-    path = Path(options.file) if getattr(options, "file", None) else None
-    broken = config.pluginmanager.broken
-    if source and source in broken:
-        raise UsageError(f"--from {source}: the plugin failed to load: {broken[source]}")
-    request = LoadRequest(path=path, source=source, cwd=cwd or Path.cwd(), options=options)
-    project = call("memotest_load_targets", request=request, config=config)
-    if project is None:
-        if source:
-            known = ", ".join(plugin_names())
-            raise UsageError(f"--from {source}: no plugin loads that source (plugins: {known})")
-        if path is not None:
-            raise ConfigError(f"{path}: no plugin knows how to read this file")
-        raise ConfigError(
-            f"no memotest.toml found in {request.cwd} or any parent folder, and no plugin "
-            "recognised a project here (create memotest.toml, or name a file with -f FILE)"
-        )
-    from memotest.config import check_project  # config imports this module
-
-    check_project(project)
-    return project

@@ -27,7 +27,7 @@ import threading
 import time
 from typing import BinaryIO
 
-from memotest import faults
+from memotest.errors import inject
 from memotest.model import Outcome, Target, Trace
 from memotest.scratch import make_fresh
 from memotest.testcases import RESULTS_ENV, read_results
@@ -147,7 +147,7 @@ class Runner:
                 elif self.interrupted.is_set():
                     status = "error"
                 try:
-                    faults.inject("trace")
+                    inject("trace")
                     trace = traced.finish()
                 except Exception as exc:  # the command ran: its result stands (faults.py)
                     return self._faulted(target, traced, status, exc, tmpdir, started, scratch)

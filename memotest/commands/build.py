@@ -136,13 +136,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def build(config: plugins.Config) -> int:
-    from memotest import plugins
+    from memotest.config import load_project
 
     args = config.options
     # Created before the targets are loaded: a loader's memoized collection forks from it.
     pool = config.worker_pool = None if args.no_warm else warm_pool(config)
     try:
-        project = plugins.load_project(config)
+        project = load_project(config)
     except BaseException:
         if pool is not None:
             pool.close()

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from memotest import plugins
 from memotest.commands.options import add_file_option
-from memotest.config import Project, Settings
+from memotest.config import Project, Settings, load_project
 from memotest.errors import ConfigError, UsageError
 from memotest.roots import of as roots_of
 from memotest.store import STORE_DIR, Record, Store, StoreDamaged, StoreError, StoreLocked
@@ -102,7 +102,7 @@ def load_or_recorded(
     """The project, or, when there is none or it does not define the names, the store's
     records of those names (:class:`Recorded`). Raises the project's error otherwise."""
     try:
-        project = plugins.load_project(config)
+        project = load_project(config)
         if names:
             from memotest.build import select
 

@@ -26,7 +26,8 @@ def run(args: argparse.Namespace) -> int:
 
     from memotest import schedule
     from memotest.commands.common import open_store
-    from memotest.plugins import Config, load_project
+    from memotest.config import load_project
+    from memotest.plugins import Config
 
     project = load_project(Config(args))
     targets = list(project.targets.values())

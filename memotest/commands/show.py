@@ -185,7 +185,8 @@ def clean(args: argparse.Namespace) -> int:
     """Deletes the store, whatever is there, reading nothing in it (so it works on a
     damaged one); with ``--gc``, opens it (setting a damaged part aside) and collects."""
     from memotest.commands.common import open_store, wipe_store
-    from memotest.plugins import Config, load_project
+    from memotest.config import load_project
+    from memotest.plugins import Config
 
     project = load_project(Config(args))
     if not args.gc:

@@ -32,7 +32,7 @@ from memotest.errors import UsageError
 
 if TYPE_CHECKING:
     from memotest.config import Settings
-    from memotest.remote.backends import DEFAULT_MAX_ANSWER, DEFAULT_TIMEOUT
+    from memotest.remote.backends import DEFAULT_MAX_ANSWER, DEFAULT_TIMEOUT, Backend
     from memotest.remote.cache import RemoteCache, summary_line
 
 # A build without a remote only asks remote_url: the rooms (http.client, ssl: a tenth of a
@@ -89,7 +89,7 @@ def open_remote(
     url = remote_url(options, settings, environ)
     if not url:
         return None
-    from memotest.remote.backends import DEFAULT_MAX_ANSWER, DEFAULT_TIMEOUT, open_backend
+    from memotest.remote.backends import DEFAULT_MAX_ANSWER, DEFAULT_TIMEOUT
     from memotest.remote.cache import RemoteCache
     from memotest.remote.wire import Signer
 
@@ -104,6 +104,21 @@ def open_remote(
         "MEMOTEST_REMOTE_READ_ONLY", ""
     ) not in ("", "0")
     return RemoteCache(backend, read_only=read_only, signer=signer, timeout=timeout)
+
+
+def open_backend(url: str, timeout: float, max_answer: int) -> Backend:
+    """The backend a URL names; ``ValueError`` for a URL memotest cannot use (another
+    scheme, :func:`~memotest.remote.backends.check_url`), ``ImportError`` (naming the
+    extra) for Redis without the ``redis`` package. Here, above both backends: the Redis
+    one builds on :mod:`memotest.remote.backends`."""
+    from memotest.remote.backends import HttpBackend, check_url
+
+    scheme = check_url(url)
+    if scheme in ("http", "https"):
+        return HttpBackend(url, timeout, max_answer)
+    from memotest.remote.redis_backend import RedisBackend
+
+    return RedisBackend(url, timeout, max_answer)
 
 
 def remote_key(environ: Mapping[str, str]) -> str | None:

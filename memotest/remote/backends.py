@@ -88,20 +88,6 @@ class Backend(Protocol):
         ...
 
 
-def open_backend(
-    url: str, timeout: float = DEFAULT_TIMEOUT, max_answer: int = DEFAULT_MAX_ANSWER
-) -> Backend:
-    """The backend a URL names; ``ValueError`` for a URL memotest cannot use (another
-    scheme, :func:`check_url`), ``ImportError`` (naming the extra) for Redis without the
-    ``redis`` package."""
-    scheme = check_url(url)
-    if scheme in ("http", "https"):
-        return HttpBackend(url, timeout, max_answer)
-    from memotest.remote.redis_backend import RedisBackend
-
-    return RedisBackend(url, timeout, max_answer)
-
-
 def check_url(url: str) -> str:
     """The scheme of ``url``; ``ValueError`` saying what is wrong with it (the URL shown
     without its credentials, control characters escaped)."""

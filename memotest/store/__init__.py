@@ -41,7 +41,7 @@ leaves a store with each record either absent or complete. One build writes at a
 
 from memotest.store.errors import CorruptBlob, StoreDamaged, StoreError, StoreLocked
 from memotest.store.fingerprints import FpRow
-from memotest.store.gc import DEFAULT_MAX_SIZE, GC_MIN_PUTS, GcStats
+from memotest.store.gc import GC_MIN_PUTS, GcStats
 from memotest.store.idarrays import InputList
 from memotest.store.outputs import EXECUTABLE_MARK, output_value, split_output
 from memotest.store.records import MAX_VARIANTS, STATUSES, Head, Record, default_recorder
@@ -49,7 +49,6 @@ from memotest.store.schema import SCHEMA_VERSION
 from memotest.store.store import STORE_DIR, Store
 
 __all__ = [
-    "DEFAULT_MAX_SIZE",
     "EXECUTABLE_MARK",
     "GC_MIN_PUTS",
     "MAX_VARIANTS",

@@ -4,8 +4,9 @@ Records are replaced, not edited: each run of a target adds a variant (replacing
 same observations, or the least recently used beyond the per-target cap), and the
 fingerprints and blobs only the old ones named stay behind.
 
-**The size bound** (``settings.max_size``, :data:`DEFAULT_MAX_SIZE`): when the store (the
-live pages of its database and its blobs) takes more, variants are evicted in least
+**The size bound** (``settings.max_size``, by default
+:data:`memotest.config.DEFAULT_MAX_SIZE`): when the store (the live pages of its
+database and its blobs) takes more, variants are evicted in least
 recently used order (``last_used_ns``: recorded or replayed) until it would take
 :data:`LOW_WATER` of the bound, ccache's way (so the next build does not evict again at
 once); each evicted variant is charged its share of the database and the blobs no other
@@ -44,11 +45,6 @@ GC_MIN_PUTS = 200
 
 #: The ``meta`` key counting the records written since the last collection.
 PUTS_KEY = "puts_since_gc"
-
-#: The store's size bound when the targets file sets none: room for thousands of
-#: variants with their logs and outputs (a record of 2,000 inputs takes about 10 kB), small
-#: beside a checkout's build folders and virtual environments.
-DEFAULT_MAX_SIZE = 1 << 30
 
 #: An eviction brings the store down to this share of its bound.
 LOW_WATER = 0.9

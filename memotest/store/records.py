@@ -35,6 +35,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from memotest import RECORDER
 from memotest.model import Input
 from memotest.store import idarrays
 from memotest.store.damage import Garbled
@@ -52,9 +53,7 @@ MAX_VARIANTS = 8
 
 
 def default_recorder() -> str:
-    """The recorder version of this memotest (:data:`memotest.keys.RECORDER`)."""
-    from memotest.keys import RECORDER
-
+    """The recorder version of this memotest (:data:`memotest.RECORDER`)."""
     return RECORDER
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memotest import faults
+from memotest.errors import inject
 from memotest.model import Input
 from memotest.observable import listing_digest, split_listing
 from memotest.roots import Roots
@@ -249,7 +249,7 @@ class Store(Unions, Housekeeping):
 
         def put() -> None:
             with schema.transaction(self._db()) as conn:
-                faults.inject("record")  # a test's stand-in for a failure here
+                inject("record")  # a test's stand-in for a failure here
                 interned = self._fps.intern(conn, record.inputs)
                 rec = stored(record, self._fps.roots)
                 records.insert(conn, rec, interned.ids, time.time_ns())

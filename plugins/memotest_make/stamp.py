@@ -83,9 +83,10 @@ COVERS = {
 #: Variables watched whatever ``pass_env`` says: memotest's own (``MEMOTEST_TARGETS``
 #: decides what is memoized, ``MEMOTEST_TRACE_DIR`` that a line runs plainly) and make's.
 WATCHED = ("MEMOTEST_*", "MAKEFLAGS", "MFLAGS")
-#: memotest's sources whose change may change a key without a new version (relative to
-#: the ``memotest`` package folder, and to this one).
-_KEY_SOURCES = ("__init__.py", "keys.py", "config.py", "roots.py")
+#: memotest's modules whose change may change a key without a new version (the package's
+#: own ``__init__`` holds the recorder version), and this adapter's sources (relative to
+#: its folder).
+_KEY_MODULES = ("memotest", "memotest.keys", "memotest.config", "memotest.roots")
 _OWN_SOURCES = ("shell.py", "makeflags.py", "stamping.py", "stamp.py")
 
 
@@ -189,13 +190,11 @@ def content(path: str, recorded: Sequence[str]) -> str | None:
 
 def key_sources() -> list[str]:
     """memotest's sources of the key and this adapter's (their signatures are stamped)."""
-    import memotest
+    import importlib
 
-    core = os.path.dirname(memotest.__file__ or "")
     here = os.path.dirname(__file__)
-    return [os.path.join(core, n) for n in _KEY_SOURCES] + [
-        os.path.join(here, n) for n in _OWN_SOURCES
-    ]
+    core = [importlib.import_module(m).__file__ or "" for m in _KEY_MODULES]
+    return core + [os.path.join(here, n) for n in _OWN_SOURCES]
 
 
 def watched_environ(

@@ -21,8 +21,10 @@ one and only the files with tests become targets.
 
 import importlib.util
 import json
+import os
 import sys
 import warnings
+from pathlib import Path
 
 MARK = "memotest-pytest-collection: "
 NARROW = "memotest_pytest.narrow"
@@ -32,6 +34,26 @@ NARROW = "memotest_pytest.narrow"
 ONLY = "--memotest-only"
 #: ``NARROW``'s option naming the share of a file's tests a part runs (``split.py``).
 PART = "--memotest-part"
+
+
+def named_paths(config):  # no annotations: any Python the tests use runs this file
+    """The paths pytest was given (or the one file ``--memotest-only`` names), absolute
+    as pytest makes them; None with ``--pyargs``, none given, or one that does not exist.
+    Here rather than in ``NARROW``, which uses it too: that plugin imports this module."""
+    here = config.invocation_params.dir
+    only = config.getoption("memotest_only", None)
+    if only:
+        path = Path(os.path.abspath(here / only))
+        return (path,) if path.exists() else None
+    if config.getoption("pyargs", False) or not config.args:
+        return None
+    paths = [Path(os.path.abspath(here / arg.split("::", 1)[0])) for arg in config.args]
+    return tuple(paths) if all(p.exists() for p in paths) else None
+
+
+def within(path, named):
+    """Whether ``path`` is one of ``named`` or inside one."""
+    return any(path == w or w in path.parents for w in named)
 
 
 def main():
@@ -87,8 +109,6 @@ def main():
 
         @pytest.hookimpl(hookwrapper=True)
         def pytest_collect_file(self, parent):
-            from memotest_pytest.narrow import named_paths, within
-
             outcome = yield
             if self.named is False:
                 self.named = named_paths(parent.config)

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import pytest
 
-from memotest_pytest.collect import ONLY, PART
+from memotest_pytest.collect import ONLY, PART, named_paths
 from memotest_pytest.results import start as record_results
 
 #: The tests of a partial run (``memotest/select.py``'s ``SELECT_ENV``: this plugin runs
@@ -83,25 +83,6 @@ def part_of(config: pytest.Config) -> tuple[int, int] | None:
     if not 1 <= part[0] <= part[1]:
         raise pytest.UsageError(f"{PART} {raw}: expected 1 <= K <= N")
     return part
-
-
-def named_paths(config: pytest.Config) -> tuple[Path, ...] | None:
-    """The paths pytest was given (or the one file ``--memotest-only`` names), absolute
-    as pytest makes them; None with ``--pyargs``, none given, or one that does not exist."""
-    here = config.invocation_params.dir
-    only = config.getoption("memotest_only", None)
-    if only:
-        path = Path(os.path.abspath(here / only))
-        return (path,) if path.exists() else None
-    if config.getoption("pyargs", False) or not config.args:
-        return None
-    paths = [Path(os.path.abspath(here / arg.split("::", 1)[0])) for arg in config.args]
-    return tuple(paths) if all(p.exists() for p in paths) else None
-
-
-def within(path: Path, named: tuple[Path, ...]) -> bool:
-    """Whether ``path`` is one of ``named`` or inside one."""
-    return any(path == w or w in path.parents for w in named)
 
 
 class Wanted:
