@@ -1,6 +1,7 @@
 """A creation that succeeds only where its path was absent saw that absence: a lock taken
-by ``mkdir``, ``open(O_CREAT|O_EXCL)``, ``symlink``, ``link`` or ``mkfifo`` runs again
-where the lock is held now. ``os.makedirs(exist_ok=True)`` and ``Path.mkdir(exist_ok=True)``
+by ``mkdir``, ``open(O_CREAT|O_EXCL)``, ``symlink``, ``link``, ``mkfifo`` or a Unix
+socket's ``bind`` runs again where the lock is held now, by anything at its path, a
+dangling symbolic link included. ``os.makedirs(exist_ok=True)`` and ``Path.mkdir(exist_ok=True)``
 end alike whether the folder was absent or a directory: inside them (``worker/untimed.py``,
 the shim's ``Y``) the folder a run leaves replays, and a file at its path runs again.
 Real builds under the real shim (docs/limits.md, "A run's own leftovers").
@@ -27,6 +28,8 @@ LOCKS = {
     "mkdir_installed": INSTALL + "os.mkdir('work/lock')",
     "path_mkdir_installed": INSTALL + "pathlib.Path('work/lock').mkdir()",
     "mkdir_command": "import subprocess; subprocess.run(['mkdir', 'work/lock'], check=True)",
+    # bind() of a Unix path makes the socket file, EADDRINUSE where anything is there
+    "bind": "import socket; socket.socket(socket.AF_UNIX).bind('work/lock')",
 }
 SH = "import subprocess; subprocess.run({}, check=True)"
 
@@ -47,6 +50,16 @@ def test_a_lock_runs_again_where_it_is_held(tmp_path, kind):
     root = project(tmp_path, "import os, pathlib; " + LOCKS[kind] + "; print('took it')")
     assert build_statuses(root)[2] == {"t": "passed"}
     _code, out, got = build_statuses(root, "-v")  # held now: the run fails
+    assert got == {"t": "failed"}, out
+    # a dangling symbolic link holds it too: each of these creations fails with EEXIST
+    # there, though a lookup that follows the link finds nothing
+    lock = root / "work/lock"
+    if lock.is_dir() and not lock.is_symlink():
+        lock.rmdir()
+    else:
+        lock.unlink()
+    lock.symlink_to("nowhere")
+    _code, out, got = build_statuses(root, "-v")
     assert got == {"t": "failed"}, out
 
 
