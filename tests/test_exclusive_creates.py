@@ -123,3 +123,37 @@ def test_pytest_benchmarks_folder_replays_where_it_is_left(tmp_path):
     (root / ".benchmarks").write_text("a file")  # its mkdir fails there: not the same run
     _code, out, got = build_statuses(root, "-v")
     assert got != {"t": "cached"} and ".benchmarks: appeared" in out, out
+
+
+CREATES_IN = {
+    "open_w": "open('work/sub/f', 'w')",
+    "o_excl": "open('work/sub/f', 'x')",
+    "mkdir": "os.mkdir('work/sub/d')",
+    "symlink": "os.symlink('x', 'work/sub/l')",
+    "link": "os.link('work/src_link', 'work/sub/l')",
+    "mkfifo": "os.mkfifo('work/sub/p')",
+    "rename": "os.rename('work/src_rename', 'work/sub/r')",
+    "bind": "import socket; socket.socket(socket.AF_UNIX).bind('work/sub/s')",
+}
+
+
+def test_a_creation_that_found_no_folder_runs_again_where_the_folder_is(tmp_path):
+    """A creation in a folder that is not there fails (ENOENT) whatever its own path: the
+    folder's absence is what it saw. A target that passes because each one fails runs
+    again once the folder is made (one target per kind, one build)."""
+    passes_if_it_fails = (
+        "import os\ntry:\n    {}\nexcept FileNotFoundError:\n    raise SystemExit(0)\n"
+        "raise SystemExit(1)\n"
+    )
+    targets = "".join(
+        f"[targets.{kind}]\ncommand = [{PY!r}, '-c', {passes_if_it_fails.format(code)!r}]\n"
+        for kind, code in CREATES_IN.items()
+    )
+    root = write_tree(
+        tmp_path / "proj",
+        {"memotest.toml": targets, "work/src_link": "", "work/src_rename": ""},
+    )
+    assert build_statuses(root)[2] == dict.fromkeys(CREATES_IN, "passed")
+    (root / "work/sub").mkdir()
+    _code, out, got = build_statuses(root, "-v")
+    assert got == dict.fromkeys(CREATES_IN, "failed"), out

@@ -455,7 +455,8 @@ int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
 /* ---------------------------------------------------------------- servers */
 
 /* A bind() to a Unix path that failed looked the path up: EADDRINUSE found
- * something there (`S`), ENOENT/ENOTDIR found no folder for it (`M`). */
+ * something there (`S`), ENOENT/ENOTDIR found no folder for it (`M`, and the
+ * folder's state). */
 static void rec_bind_failed(const struct sockaddr *given, socklen_t given_len, int err)
 {
     char addr[ADDR_MAX];
@@ -463,8 +464,10 @@ static void rec_bind_failed(const struct sockaddr *given, socklen_t given_len, i
     if (given == NULL || given->sa_family != AF_UNIX ||
         fmt_addr(given, given_len, addr) != 0 || addr[5] != '/')
         return;
-    if (err == ENOENT || err == ENOTDIR)
+    if (err == ENOENT || err == ENOTDIR) {
         shim_emit_path('M', addr + 5);
+        shim_rec_no_folder(AT_FDCWD, addr + 5); /* no folder to make it in */
+    }
     else if (err == EADDRINUSE || err == EACCES || err == ELOOP || err == EROFS)
         shim_emit_path('S', addr + 5);
 }
