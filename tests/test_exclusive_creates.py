@@ -1,6 +1,7 @@
 """A creation that succeeds only where its path was absent saw that absence: a lock taken
-by ``mkdir``, ``open(O_CREAT|O_EXCL)``, ``symlink``, ``link`` or ``mkfifo`` runs again
-where the lock is held now. ``os.makedirs(exist_ok=True)`` and ``Path.mkdir(exist_ok=True)``
+by ``mkdir``, ``open(O_CREAT|O_EXCL)``, ``symlink``, ``link``, ``mkfifo`` or a Unix
+socket's ``bind`` runs again where the lock is held now, by anything at its path, a
+dangling symbolic link included. ``os.makedirs(exist_ok=True)`` and ``Path.mkdir(exist_ok=True)``
 end alike whether the folder was absent or a directory: inside them (``worker/untimed.py``,
 the shim's ``Y``) the folder a run leaves replays, and a file at its path runs again.
 Real builds under the real shim (docs/limits.md, "A run's own leftovers").
@@ -27,6 +28,8 @@ LOCKS = {
     "mkdir_installed": INSTALL + "os.mkdir('work/lock')",
     "path_mkdir_installed": INSTALL + "pathlib.Path('work/lock').mkdir()",
     "mkdir_command": "import subprocess; subprocess.run(['mkdir', 'work/lock'], check=True)",
+    # bind() of a Unix path makes the socket file, EADDRINUSE where anything is there
+    "bind": "import socket; socket.socket(socket.AF_UNIX).bind('work/lock')",
 }
 SH = "import subprocess; subprocess.run({}, check=True)"
 
@@ -47,6 +50,16 @@ def test_a_lock_runs_again_where_it_is_held(tmp_path, kind):
     root = project(tmp_path, "import os, pathlib; " + LOCKS[kind] + "; print('took it')")
     assert build_statuses(root)[2] == {"t": "passed"}
     _code, out, got = build_statuses(root, "-v")  # held now: the run fails
+    assert got == {"t": "failed"}, out
+    # a dangling symbolic link holds it too: each of these creations fails with EEXIST
+    # there, though a lookup that follows the link finds nothing
+    lock = root / "work/lock"
+    if lock.is_dir() and not lock.is_symlink():
+        lock.rmdir()
+    else:
+        lock.unlink()
+    lock.symlink_to("nowhere")
+    _code, out, got = build_statuses(root, "-v")
     assert got == {"t": "failed"}, out
 
 
@@ -110,3 +123,52 @@ def test_pytest_benchmarks_folder_replays_where_it_is_left(tmp_path):
     (root / ".benchmarks").write_text("a file")  # its mkdir fails there: not the same run
     _code, out, got = build_statuses(root, "-v")
     assert got != {"t": "cached"} and ".benchmarks: appeared" in out, out
+
+
+CREATES_IN = {
+    "open_w": "open('work/sub/f', 'w')",
+    "o_excl": "open('work/sub/f', 'x')",
+    "mkdir": "os.mkdir('work/sub/d')",
+    "symlink": "os.symlink('x', 'work/sub/l')",
+    "link": "os.link('work/src_link', 'work/sub/l')",
+    "mkfifo": "os.mkfifo('work/sub/p')",
+    "rename": "os.rename('work/src_rename', 'work/sub/r')",
+    "bind": "import socket; socket.socket(socket.AF_UNIX).bind('work/sub/s')",
+}
+
+
+def test_a_creation_that_found_no_folder_runs_again_where_the_folder_is(tmp_path):
+    """A creation in a folder that is not there fails (ENOENT) whatever its own path: the
+    folder's absence is what it saw. A target that passes because each one fails runs
+    again once the folder is made (one target per kind, one build)."""
+    passes_if_it_fails = (
+        "import os\ntry:\n    {}\nexcept FileNotFoundError:\n    raise SystemExit(0)\n"
+        "raise SystemExit(1)\n"
+    )
+    targets = "".join(
+        f"[targets.{kind}]\ncommand = [{PY!r}, '-c', {passes_if_it_fails.format(code)!r}]\n"
+        for kind, code in CREATES_IN.items()
+    )
+    root = write_tree(
+        tmp_path / "proj",
+        {"memotest.toml": targets, "work/src_link": "", "work/src_rename": ""},
+    )
+    assert build_statuses(root)[2] == dict.fromkeys(CREATES_IN, "passed")
+    (root / "work/sub").mkdir()
+    _code, out, got = build_statuses(root, "-v")
+    assert got == dict.fromkeys(CREATES_IN, "failed"), out
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an O_CREAT without O_EXCL (and a plain rename) onto an absent path is held as "
+    "nothing: its success says 'absent or a file it may replace'; a folder there now "
+    "makes the open fail (EISDIR) but the record replays (not done: 'or-file' absence)",
+)
+def test_a_folder_where_a_run_wrote_a_new_file_runs_again(tmp_path):
+    root = project(tmp_path, "open('work/out', 'w').write('x'); print('wrote')")
+    assert build_statuses(root)[2] == {"t": "passed"}
+    (root / "work/out").unlink()
+    (root / "work/out").mkdir()  # open(..., 'w') raises IsADirectoryError here
+    _code, out, got = build_statuses(root, "-v")
+    assert got == {"t": "failed"}, out

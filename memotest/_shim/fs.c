@@ -428,6 +428,24 @@ ssize_t getdents64(int fd, void *buf, size_t len)
 
 /* -------------------------------------------------- rename, unlink, mkdir */
 
+/* 1 if a lookup of (dirfd, path) fails with ENOENT or ENOTDIR right now
+ * (`at_flags`: 0 to follow a last symbolic link, or AT_SYMLINK_NOFOLLOW);
+ * errno preserved. */
+static int lookup_misses(int dirfd, const char *path, int at_flags)
+{
+    struct stat st;
+    int saved = errno, absent;
+    long r;
+#ifdef SYS_newfstatat
+    r = syscall(SYS_newfstatat, dirfd, path, &st, at_flags);
+#else
+    r = syscall(SYS_fstatat64, dirfd, path, &st, at_flags);
+#endif
+    absent = r != 0 && (errno == ENOENT || errno == ENOTDIR);
+    errno = saved;
+    return absent;
+}
+
 /* Whether a rename made its destination's entry is known before the call:
  * RENAME_NOREPLACE succeeds only by making it, RENAME_EXCHANGE never makes it,
  * otherwise it was made if it was absent just before (rename_pre). */
@@ -455,6 +473,10 @@ static void rename_post(int r, int olddirfd, const char *oldpath, int newdirfd,
     } else if (e == EEXIST || e == ENOTEMPTY) {
         shim_rec('S', olddirfd, oldpath);
         shim_rec('S', newdirfd, newpath);
+    } else if ((e == ENOENT || e == ENOTDIR) &&
+               !lookup_misses(olddirfd, oldpath, AT_SYMLINK_NOFOLLOW)) {
+        /* the source is there: the destination had no folder to go in */
+        shim_rec_no_folder(newdirfd, newpath);
     } else {
         shim_rec_res(0, e, 0, olddirfd, oldpath);
     }
@@ -547,6 +569,12 @@ static void link_post(int r, int olddirfd, const char *oldpath, int newdirfd,
         shim_rec('N', newdirfd, newpath);
     } else if (e == EEXIST) {
         shim_rec('S', newdirfd, newpath);
+    } else if ((e == ENOENT || e == ENOTDIR) &&
+               ((oldpath != NULL && oldpath[0] == '\0') ||
+                !lookup_misses(olddirfd, oldpath,
+                               (flags & AT_SYMLINK_FOLLOW) ? 0 : AT_SYMLINK_NOFOLLOW))) {
+        /* the source is there (or a descriptor): the new name had no folder */
+        shim_rec_no_folder(newdirfd, newpath);
     } else {
         shim_rec_res(0, e, 0, olddirfd, oldpath);
     }

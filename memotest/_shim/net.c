@@ -299,9 +299,13 @@ static void rec_bound(int fd, const struct sockaddr *given, socklen_t given_len)
     if (ss.ss_family == AF_UNIX && given != NULL && fmt_addr(given, given_len, addr) == 0) {
         if (addr[5] == '?')
             return;
-        /* bind() made the socket file: the tree created it (it may unlink it) */
-        if (addr[5] == '/')
+        /* bind() made the socket file: the tree created it (it may unlink it). It
+         * succeeds only where nothing is at the path (EADDRINUSE, even for a
+         * dangling symbolic link): that absence is what it saw, a lock. */
+        if (addr[5] == '/') {
+            shim_emit_path('M', addr + 5);
             shim_emit_path('N', addr + 5);
+        }
     } else if (ss.ss_family == AF_UNIX && n > offsetof(struct sockaddr_un, sun_path) &&
                ((struct sockaddr_un *)&ss)->sun_path[0] != '\0') {
         /* a path bound earlier: its bind() was recorded (an unnamed bind()
@@ -450,11 +454,32 @@ int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
 
 /* ---------------------------------------------------------------- servers */
 
+/* A bind() to a Unix path that failed looked the path up: EADDRINUSE found
+ * something there (`S`), ENOENT/ENOTDIR found no folder for it (`M`, and the
+ * folder's state). */
+static void rec_bind_failed(const struct sockaddr *given, socklen_t given_len, int err)
+{
+    char addr[ADDR_MAX];
+
+    if (given == NULL || given->sa_family != AF_UNIX ||
+        fmt_addr(given, given_len, addr) != 0 || addr[5] != '/')
+        return;
+    if (err == ENOENT || err == ENOTDIR) {
+        shim_emit_path('M', addr + 5);
+        shim_rec_no_folder(AT_FDCWD, addr + 5); /* no folder to make it in */
+    }
+    else if (err == EADDRINUSE || err == EACCES || err == ELOOP || err == EROFS)
+        shim_emit_path('S', addr + 5);
+}
+
 int bind(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 {
     int r = REAL(bind)(fd, addr, len);
+    int e = errno;
     if (r == 0)
         NET_RECORD(rec_bound(fd, SOCKADDR_PTR(addr), len));
+    else
+        NET_RECORD(rec_bind_failed(SOCKADDR_PTR(addr), len, e));
     return r;
 }
 
@@ -617,6 +642,8 @@ static void rec_syscall(long nr, long r, const long *a)
     case SYS_bind:
         if (r == 0)
             rec_bound((int)a[0], (const struct sockaddr *)a[1], (socklen_t)a[2]);
+        else
+            rec_bind_failed((const struct sockaddr *)a[1], (socklen_t)a[2], e);
         break;
     case SYS_listen:
         if (r == 0)

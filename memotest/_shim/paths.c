@@ -194,6 +194,36 @@ int shim_absent(int dirfd, const char *path)
     return absent;
 }
 
+void shim_rec_no_folder(int dirfd, const char *path)
+{
+    char abs[SHIM_PATHBUF], *slash;
+    struct stat st;
+    int saved = errno;
+    long r;
+
+    if (path == NULL || path[0] == '\0' || shim_abspath(dirfd, path, abs) != 0)
+        return;
+    slash = strrchr(abs, '/');
+    if (slash == NULL || strcmp(slash, "/..") == 0 || abs[1] == '\0')
+        return; /* "/" or ".." last: no folder to name lexically */
+    if (slash == abs)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+#ifdef SYS_newfstatat
+    r = syscall(SYS_newfstatat, AT_FDCWD, abs, &st, 0);
+#else
+    r = syscall(SYS_fstatat64, AT_FDCWD, abs, &st, 0);
+#endif
+    if (r != 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            shim_emit_path('M', abs);
+    } else if (!S_ISDIR(st.st_mode)) {
+        shim_emit_path('S', abs);
+    }
+    errno = saved;
+}
+
 void shim_rec_open(int ok, int err, int dirfd, const char *path, int flags, int absent)
 {
     char abs[SHIM_PATHBUF];
@@ -204,6 +234,8 @@ void shim_rec_open(int ok, int err, int dirfd, const char *path, int flags, int 
     if (!ok || (flags & O_PATH) || (flags & O_TMPFILE) == O_TMPFILE) {
         /* O_PATH is a lookup; O_TMPFILE names the directory it creates in. */
         shim_rec_res(ok, err, 'S', dirfd, path);
+        if (!ok && (flags & O_CREAT) && (err == ENOENT || err == ENOTDIR))
+            shim_rec_no_folder(dirfd, path);
         return;
     }
     rd = (acc == O_RDONLY || acc == O_RDWR || acc == O_ACCMODE) && !(flags & O_TRUNC);

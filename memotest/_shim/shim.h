@@ -231,6 +231,12 @@ void shim_rec_res(int ok, int err, char okop, int dirfd, const char *path) SHIM_
  * open that succeeded writes `N` instead of `W` when it made the entry. */
 void shim_rec_open(int ok, int err, int dirfd, const char *path, int flags,
                    int absent) SHIM_HIDDEN;
+/* A call that would have created (dirfd, path) failed with ENOENT or ENOTDIR:
+ * it found no folder to make it in, whatever was at the path itself. Records
+ * what the parent is now: `M` if a lookup of it fails so, `S` if it is there
+ * and no directory; nothing for a directory (a dangling symbolic link followed
+ * at the last component, or a race). errno is preserved. */
+void shim_rec_no_folder(int dirfd, const char *path) SHIM_HIDDEN;
 /* 1 if (dirfd, path) has no directory entry right now (a raw fstatat with
  * AT_SYMLINK_NOFOLLOW answers ENOENT); 0 otherwise, also for a NULL or empty
  * path. errno is preserved. Called before a call that may create the entry. */
@@ -252,6 +258,8 @@ int shim_fopen_flags(const char *mode) SHIM_HIDDEN;
             errno = e_;                                                        \
         }                                                                      \
         SHIM_LOOKUP((ok), 'N', (dirfd), (path));                               \
+        if (!(ok) && (errno == ENOENT || errno == ENOTDIR) && shim_on())       \
+            shim_rec_no_folder((dirfd), (path));                               \
     } while (0)
 
 #define SHIM_LOOKUP(ok, okop, dirfd, path)                                     \

@@ -21,6 +21,16 @@ absent or already a directory (``os.makedirs(..., exist_ok=True)``, ``Path.mkdir
 exist_ok=True)``: the shim's ``Y``, ``Trace.missing_or_dir``) holds while it is absent or
 a directory (not a symbolic link): digest :data:`OR_DIR`. A file there (the call raises)
 makes it run again; its own folder left behind replays (``docs/limits.md``).
+
+A path whose first change by the tree is ``N`` had no directory entry at all when the
+run looked: the creation that made it (``mkdir``, ``O_CREAT|O_EXCL``, ``symlink``,
+``link``, ``mkfifo``, a Unix socket's ``bind``, or an ``O_CREAT`` the shim saw absent
+through an ``lstat``) would have failed with ``EEXIST``, or followed a link, had anything
+been there, a dangling symbolic link included. Such a record (digest :data:`NO_ENTRY`)
+holds while ``lstat`` finds nothing: a dangling link where a lock was taken runs again,
+though a lookup that follows it misses as before. Other absences are what a following
+lookup saw (``stat``, ``open`` without ``O_CREAT``, ``connect``): a dangling link there
+is still absent to them.
 """
 
 from __future__ import annotations
@@ -35,6 +45,8 @@ from memotest.model import Input, Kind, Trace
 
 #: The digest of an absence that a directory at the path also satisfies.
 OR_DIR = "or-dir"
+#: The digest of an absence a creation proved: no entry, not even a dangling link.
+NO_ENTRY = "no-entry"
 
 
 class Absent(InputKind):
@@ -50,10 +62,15 @@ class Absent(InputKind):
         self, path: str, states: FileStates, trace: Trace
     ) -> tuple[Fingerprint, list[str]]:
         now = states.fingerprint(path, self.kind, fresh=True)
-        digest = OR_DIR if path in trace.missing_or_dir else NO_DIGEST
+        first = trace.first_change.get(path)
+        if path in trace.missing_or_dir:
+            digest = OR_DIR
+        elif first == "N":
+            digest = NO_ENTRY
+        else:
+            digest = NO_DIGEST
         if now.kind is Kind.ABSENT:
             return Fingerprint(path, Kind.ABSENT, digest), []
-        first = trace.first_change.get(path)
         if first == "N":
             return Fingerprint(path, Kind.ABSENT, digest), []  # as before the run
         return now, [f"{path} appeared while the target ran"]
@@ -70,6 +87,8 @@ class Absent(InputKind):
         if digest == OR_DIR:
             st = states.lstat(path)
             return st is None or (st is not UNREADABLE and stat.S_ISDIR(st.st_mode))
+        if digest == NO_ENTRY:
+            return states.lstat(path) is None
         return states.stat(path) is None
 
     def describe(
@@ -81,6 +100,8 @@ class Absent(InputKind):
     ) -> str | None:
         if recorded.digest == OR_DIR:
             return "appeared, not as a directory"
+        if st is None:
+            return "appeared (a dangling symbolic link)"
         return "appeared"
 
 

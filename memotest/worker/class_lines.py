@@ -40,6 +40,8 @@ def class_statements(module_code):
             continue
         start = n - 1 if n and ins[n - 1].opname == "PUSH_NULL" else n
         j, body = n + 1, None
+        if j < len(ins) and ins[j].opname == "PUSH_NULL":  # Python 3.13: after it
+            j += 1
         while j < len(ins) and ins[j].opname == "LOAD_CONST":
             body = ins[j].argval if hasattr(ins[j].argval, "co_code") else body
             j += 1
@@ -51,6 +53,13 @@ def class_statements(module_code):
         args_from = j = j + 1
         while j < len(ins) and ins[j].opname in _EXPRESSION and ins[j].opname != "PRECALL":
             j += 1
+        if (
+            j + 1 < len(ins)
+            and ins[j].opname == "LOAD_CONST"
+            and type(ins[j].argval) is tuple
+            and ins[j + 1].opname == "CALL_KW"
+        ):  # Python 3.13: the keywords' names, before CALL_KW
+            j += 1
         args = ins[args_from:j]
         while j < len(ins) and ins[j].opname == "PRECALL":
             j += 1
@@ -60,6 +69,32 @@ def class_statements(module_code):
             continue
         out.append((body, ins[start : j + 2], args, ins[j + 1].argval))
     return out
+
+
+class _FirstLine:
+    """Stands for a class body's ``__firstlineno__`` constant in its digest."""
+
+    def __repr__(self):
+        return "<first line>"
+
+
+FIRST_LINE = _FirstLine()
+
+
+def first_line_const(code):
+    """Python 3.13+: the index in ``co_consts`` of a class body's first line, which the
+    body stores as ``__firstlineno__`` right after ``__qualname__``, when no other
+    instruction loads that constant (an equal number used elsewhere in the body shares
+    it: then None, and it counts)."""
+    ins = [i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
+    for n, i in enumerate(ins[:8]):
+        if i.opname == "STORE_NAME" and i.argval == "__firstlineno__":
+            load = ins[n - 1] if n else None
+            if load is None or load.opname != "LOAD_CONST" or type(load.argval) is not int:
+                return None
+            users = [x for x in ins if x.opcode in dis.hasconst and x.arg == load.arg]
+            return load.arg if len(users) == 1 else None
+    return None
 
 
 def _own(cls):
@@ -231,6 +266,8 @@ def _statement_offsets(statement, cls, namespace, consts):
                 values.append(_module_attribute(values.pop(), i.argval))
             elif i.opname == "KW_NAMES":
                 keywords = consts[i.arg]
+            elif i.opname == "LOAD_CONST":  # Python 3.13: CALL_KW's names
+                keywords = i.argval
     except (LookupError, IndexError):
         return None
     if keywords and tuple(keywords) != ("metaclass",):

@@ -287,9 +287,10 @@ def default_sites(code):
     return out
 
 
-def _listing(code, unseen):
+def _listing(code, unseen, first=None):
     """The instructions of a body, each constant by its value but the default values a
-    run vouched no one saw (``unseen``: :func:`default_sites` offsets), by their shape."""
+    run vouched no one saw (``unseen``: :func:`default_sites` offsets), by their shape,
+    and the class body's first line (``first``, its index in ``co_consts``)."""
     shapes = {}
     for _code, sites in default_sites(code):
         shapes.update(sites)
@@ -299,6 +300,8 @@ def _listing(code, unseen):
             continue
         if i.offset in unseen and i.offset in shapes:
             out.append(i.opname + ":" + shapes[i.offset])
+        elif first is not None and i.opcode in dis.hasconst and i.arg == first:
+            out.append(i.opname + ":<first line>")
         elif i.opcode in dis.hasconst:
             out.append(i.opname + ":" + _const(i.argval, interface))
         else:
@@ -312,15 +315,26 @@ def digest(code, lines, quiet=None):
     its negative entries, ``-1 - offset``, are default values no one saw:
     :func:`default_sites`, ``code_watch.unseen_defaults``)."""
     unseen = {-1 - x for x in quiet or () if x < 0}
+    # A class body whose instructions the run vouched for (``class_lines``): its first
+    # line, a constant since Python 3.13, is a line number as those its digest leaves out
+    # (read only by inspecting the class, as a function's ``co_firstlineno``).
+    first = None
+    consts = code.co_consts
+    if not lines and quiet is not None and code.co_name != "<module>":
+        from .class_lines import FIRST_LINE, first_line_const  # (it imports this module)
+
+        first = first_line_const(code)
+        if first is not None:
+            consts = (*consts[:first], FIRST_LINE, *consts[first + 1 :])
     parts = [
         interface(code),
-        code.co_code.hex() if not unseen else _listing(code, unseen),
+        code.co_code.hex() if not unseen else _listing(code, unseen, first),
         repr(code.co_names),
         repr(code.co_varnames),
         repr(code.co_cellvars),
         repr(code.co_stacksize),
         getattr(code, "co_exceptiontable", b"").hex(),
-        _const(code.co_consts, interface) if not unseen else "",
+        _const(consts, interface) if not unseen else "",
     ]
     if lines:
         parts.append(repr(code.co_firstlineno))
