@@ -42,6 +42,8 @@ import dis
 import hashlib
 import sys
 
+from .first_line import FIRST_LINE, first_line_const
+
 CO_OPTIMIZED = 0x1
 CO_VARARGS = 0x4
 CO_VARKEYWORDS = 0x8
@@ -321,8 +323,6 @@ def digest(code, lines, quiet=None):
     first = None
     consts = code.co_consts
     if not lines and quiet is not None and code.co_name != "<module>":
-        from .class_lines import FIRST_LINE, first_line_const  # (it imports this module)
-
         first = first_line_const(code)
         if first is not None:
             consts = (*consts[:first], FIRST_LINE, *consts[first + 1 :])

@@ -21,6 +21,7 @@ from memotest import plugins
 
 #: The worker's own modules, each after those it imports.
 MODULES = (
+    "first_line",
     "codes",
     "class_lines",
     "call_lines",
