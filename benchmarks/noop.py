@@ -41,10 +41,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from memotest.fingerprint import RACY_WINDOW_NS, FileStates, Fingerprint  # noqa: E402
+from memotest.check.plan import Fresh, plan  # noqa: E402
 from memotest.model import Kind, StatSig, Target  # noqa: E402
-from memotest.plan import Fresh, plan  # noqa: E402
 from memotest.store import Record, Store  # noqa: E402
+from memotest.world.fingerprint import RACY_WINDOW_NS, FileStates, Fingerprint  # noqa: E402
 
 N_DIRS = 200
 FILES_PER_DIR = 100
@@ -93,23 +93,23 @@ def load_targets(toml: Path) -> tuple[list[Target], dict[str, object], str]:
     """The targets and their keys, computed the way the CLI does.
 
     This is the one hook between the benchmark and the CLI: it uses the targets-file loader
-    (``memotest.builtin.targets_file``) and ``memotest.keys.target_key``; when they are not
+    (``memotest.builtin.targets_file``) and ``memotest.check.keys.target_key``; when they are not
     importable it falls back to hand-made targets and placeholder keys (the subprocess build
     then can't be expected to find them cached).
     """
     try:
-        from memotest import keys
         from memotest.builtin.targets_file import load
+        from memotest.check import keys
 
         project = load(toml)
         targets = list(project.targets.values())
-        from memotest.roots import of as roots_of
+        from memotest.world.roots import of as roots_of
 
         roots = roots_of(project.root, project.settings.roots)
         tkeys = {t.name: keys.target_key(t, project.settings, roots=roots) for t in targets}
         return targets, tkeys, "cli"
     except ImportError:  # pragma: no cover - the CLI's modules are not there
-        from memotest.keys import TargetKey
+        from memotest.check.keys import TargetKey
 
         targets = [Target(f"t{i:04d}", "true", str(toml.parent)) for i in range(N_TARGETS)]
         return targets, {t.name: TargetKey("d", {}, "e", {}) for t in targets}, "placeholder"

@@ -416,7 +416,7 @@ json.dump({"exit": int(code), "files": sorted(files), "errors": sorted(errors), 
 # appeared, a listed folder that gained or lost entries): why the target will re-run.
 ATTRIBUTE = r"""
 import json, os, sys
-from memotest.fingerprint import FileStates
+from memotest.world.fingerprint import FileStates
 from memotest.inputs.check import holds
 from memotest.store import Store
 root, spec = sys.argv[1], json.load(open(sys.argv[2]))

@@ -12,7 +12,7 @@ whole by one-process pytest (``-p no:cacheprovider``, JUnit XML) and every test'
 is compared with the build's (``--json-report``'s ``tests``):
 
 - ``order``: the default (whole files): the target re-runs whole and must agree;
-- ``order-select``: ``--select tests`` (opt-in, ``memotest/select.py``): only the later
+- ``order-select``: ``--select tests`` (opt-in, ``memotest/check/select.py``): only the later
   test runs, without the state the earlier one leaves, and it disagrees. It is the
   measurement behind keeping test-level selection opt-in (``docs/limits.md``, "running
   part of a test file"), shown in the audit's output as *known*, not counted as a failure.

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from memotest import __version__
 from memotest.commands import build, explain, graph, show, trace
 from memotest.errors import UsageError
-from memotest.signals import uniform_terminal_signals
-from memotest.textsafe import safe_streams
+from memotest.reporting.textsafe import safe_streams
+from memotest.run.signals import uniform_terminal_signals
 
 COMMANDS = (build, explain, show, graph, trace)
 #: The words that name a command (``show`` adds ``list`` and ``clean``).

@@ -16,7 +16,7 @@ class ConfigError(UsageError):
     """A targets file that cannot be used; the message names the file and line."""
 
 
-#: The variable naming the stages that fail on purpose (tests only: :mod:`memotest.faults`).
+#: The variable naming the stages that fail on purpose (tests only: :mod:`memotest.drive.faults`).
 INJECT_VAR = "MEMOTEST_INJECT_FAULT"
 
 
@@ -26,7 +26,7 @@ class InjectedFault(RuntimeError):
 
 def inject(stage: str) -> None:
     """Raises :class:`InjectedFault` when ``MEMOTEST_INJECT_FAULT`` names ``stage``: the
-    test hook that makes memotest's failure paths real (:mod:`memotest.faults`)."""
+    test hook that makes memotest's failure paths real (:mod:`memotest.drive.faults`)."""
     wanted = os.environ.get(INJECT_VAR)
     if wanted and stage in wanted.split(","):
         raise InjectedFault(f"fault injected at {stage!r} ({INJECT_VAR})")

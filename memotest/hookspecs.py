@@ -7,7 +7,7 @@ in ``memotest_configure``, as the built-in terminal reporter is). Hooks are call
 with keyword arguments, so an implementation may accept only the arguments it needs.
 A marked function whose name is no hook below is an error (exit 2) naming it.
 
-Every hook gets ``config`` (:class:`memotest.plugins.Config`: the parsed command line in
+Every hook gets ``config`` (:class:`memotest.load.plugins.Config`: the parsed command line in
 ``config.options`` and the plugin manager), besides its own arguments; only
 ``memotest_addoption`` comes before there is one and gets the plugin manager instead. Inside
 another tool (tox, nox, make) there is no memotest command line and ``config.options`` is
@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from memotest.config import Project
     from memotest.inputs.readers import Reader
+    from memotest.load.config import Project
+    from memotest.load.plugins import Config, LoadRequest, PluginManager
     from memotest.model import Target
-    from memotest.plugins import Config, LoadRequest, PluginManager
-    from memotest.report import Summary, TargetResult
+    from memotest.reporting.report import Summary, TargetResult
     from memotest.tracer.warm.reading import WarmReading
 
 hookspec = pluggy.HookspecMarker("memotest")
@@ -96,7 +96,7 @@ def memotest_load_targets(request: LoadRequest, config: Config) -> Project | Non
     given with ``--from`` (None when none was given), ``request.cwd`` the directory
     memotest runs in. With neither ``-f`` nor ``--from``, a loader may look for its own
     file in ``request.cwd`` (auto-detection); the core's ``memotest.toml`` loader is asked
-    first. First result wins: the first non-None :class:`memotest.config.Project` is used.
+    first. First result wins: the first non-None :class:`memotest.load.config.Project` is used.
     Raise :class:`memotest.errors.ConfigError` with ``file:line: message`` for a source
     that is yours but cannot be used.
 

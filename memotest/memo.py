@@ -2,14 +2,14 @@
 
 ``run_memoized`` checks the store, replays the last result if every observation still
 holds, and otherwise runs the command under the tracer and records it: the same
-:class:`~memotest.step.Step` as a build's targets, with the same target hooks. It holds
+:class:`~memotest.drive.step.Step` as a build's targets, with the same target hooks. It holds
 the store's lock only while checking and while recording, never while the command runs,
 so that ``make -j`` or parallel tox envs sharing one store still run side by side.
 
 A damaged store is handled as a build handles it (:mod:`memotest.store.damage`): set
 aside, and the command runs. Once the command ran, nothing memotest does raises: a failure
 to read its trace, record or report it leaves its result returned, not cached, with the
-reason in ``note`` (:mod:`memotest.faults`). So an exception out of :func:`run_memoized`
+reason in ``note`` (:mod:`memotest.drive.faults`). So an exception out of :func:`run_memoized`
 means the command did not start, and a caller may run it some other way, once.
 """
 
@@ -24,19 +24,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from memotest import faults, plugins
-from memotest.config import Project, Settings
+from memotest.check.plan import Fresh, Stale
+from memotest.drive import faults
+from memotest.drive.step import Step
 from memotest.errors import UsageError
+from memotest.load import plugins
+from memotest.load.config import Project, Settings
+from memotest.load.plugins import Config
 from memotest.model import Outcome, Target
-from memotest.observe import file_states
-from memotest.plan import Fresh, Stale
-from memotest.plugins import Config
 from memotest.remote import RemoteCache, open_remote
 from memotest.remote.fetch import fetch
-from memotest.report import TargetResult
-from memotest.runner import Runner
-from memotest.signals import uniform_terminal_signals
-from memotest.step import Step
+from memotest.reporting.report import TargetResult
+from memotest.run.observe import file_states
+from memotest.run.runner import Runner
+from memotest.run.signals import uniform_terminal_signals
 from memotest.store import Record, Store
 from memotest.tracer.warm.pool import WorkerPool
 
@@ -49,7 +50,7 @@ class MemoResult:
     ``exit_code`` are the recorded ones; ``reason`` says why it ran otherwise."""
 
     name: str
-    status: str  # passed, failed, timeout, error, skipped (memotest.runner)
+    status: str  # passed, failed, timeout, error, skipped (memotest.run.runner)
     exit_code: int | None
     cached: bool
     log: bytes
@@ -60,7 +61,7 @@ class MemoResult:
     fault: bool = False
     #: The log was written to ``tee`` while the command ran (so not to be printed again).
     streamed: bool = False
-    #: Why the command said it skipped (``status`` skipped: :mod:`memotest.runner`).
+    #: Why the command said it skipped (``status`` skipped: :mod:`memotest.run.runner`).
     skip_reason: str | None = None
     #: The recorded run that was replayed (``cached``), as the store read it.
     record: Record | None = None
@@ -177,7 +178,7 @@ def _replay_or_run(
         step.snapshot(target, verdict.record)
     reason = step.unreplayable.get(target.name) or verdict.reason
     outcome = step.run(target, tee=tee, unkeyed_env=unkeyed_env)
-    # The command ran: from here on, nothing raises (memotest.faults).
+    # The command ran: from here on, nothing raises (memotest.drive.faults).
     try:
         result = _record(step, target, outcome, verdict, root)
     except Exception as exc:

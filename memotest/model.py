@@ -51,7 +51,7 @@ class Target:
     warm: tuple[str, ...] = ()
     prepare: tuple[str, ...] = ()
     #: Absolute folders the runner empties and makes again before each run, so that
-    #: nothing in them is an input (``memotest/scratch.py``); set by drivers (tox's
+    #: nothing in them is an input (``memotest/run/scratch.py``); set by drivers (tox's
     #: ``env_tmp_dir``), part of the key when any.
     scratch: tuple[str, ...] = ()
 
@@ -175,7 +175,7 @@ class Trace:
     deleted: set[str] = field(default_factory=set)
     loaded: set[str] = field(default_factory=set)
     connects: set[str] = field(default_factory=set)
-    #: The network beyond ``connects`` (``memotest/services.py``): endpoints the tree
+    #: The network beyond ``connects`` (``memotest/world/services.py``): endpoints the tree
     #: served (``"TYPE ADDRESS"``), peers of other machines that reached it, and raw,
     #: packet, netlink or other-family sockets it opened.
     listens: set[str] = field(default_factory=set)
@@ -344,7 +344,7 @@ class StatSig(NamedTuple):
 @dataclass
 class Outcome:
     """How one run of a target ended. ``status`` is passed, failed, timeout, error or
-    skipped (the command said so: :mod:`memotest.runner`, with ``skip_reason``)."""
+    skipped (the command said so: :mod:`memotest.run.runner`, with ``skip_reason``)."""
 
     target: Target
     status: str
@@ -358,15 +358,15 @@ class Outcome:
     #: nothing in it, nor the folder itself, is ever an input.
     workdir: str = ""
     #: The target's scratch folders the runner made fresh before the run
-    #: (``memotest/scratch.py``): nothing in them, nor the folders, is an input.
+    #: (``memotest/run/scratch.py``): nothing in them, nor the folders, is an input.
     scratch: tuple[str, ...] = ()
     attempts: int = 1
-    #: The outcome of each test the run reported (``memotest/testcases.py``), None when
+    #: The outcome of each test the run reported (``memotest/run/testcases.py``), None when
     #: it reported none.
     tests: list | None = None
     started: float = 0.0  # time.monotonic() at start, for the scheduler
     finished: float = 0.0
     #: memotest's own failure after the command ran (reading its trace): the result
-    #: stands, not cached, with this as the reason (:mod:`memotest.faults`).
+    #: stands, not cached, with this as the reason (:mod:`memotest.drive.faults`).
     fault: Exception | None = None
     skip_reason: str | None = None

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import memotest
 
-from memotest.command_runner import DryRunCommandRunner
+from memotest.check.plan import Fresh, Stale
+from memotest.loop.command_runner import DryRunCommandRunner
 from memotest.model import Target
-from memotest.plan import Fresh, Stale
 from memotest.store import Record
 
 PY = sys.executable

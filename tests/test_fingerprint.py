@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 import xxhash
 
-from memotest.fingerprint import (
+from memotest.inputs.check import check, describe_change, holds, verify
+from memotest.model import Input, Kind, StatSig
+from memotest.world.fingerprint import (
     RACY_WINDOW_NS,
     UNREADABLE,
     FileStates,
@@ -20,8 +22,6 @@ from memotest.fingerprint import (
     Refresh,
     is_racy,
 )
-from memotest.inputs.check import check, describe_change, holds, verify
-from memotest.model import Input, Kind, StatSig
 
 AGE_S = RACY_WINDOW_NS / 1e9 + 0.2
 
@@ -52,7 +52,7 @@ def aged(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def file_digest(path: str | Path, data: bytes) -> str:
-    """A file's digest as ``memotest/observable.py`` makes it: content, mode, link count."""
+    """A file's digest as ``memotest/world/observable.py`` makes it: content, mode, link count."""
     st = os.stat(path)
     return f"{xxhash.xxh3_128_hexdigest(data)}:{stat.S_IMODE(st.st_mode):o}:{st.st_nlink}"
 

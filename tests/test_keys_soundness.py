@@ -1,6 +1,6 @@
 """What a record is keyed by besides the definition and the passed variables: the settings
-that shape what it holds (``memotest/keys.py``'s ``shaping``) and the process state a
-target inherits (``memotest/keys.py``'s ``process_state``). Real builds, real edits."""
+that shape what it holds (``memotest/check/keys.py``'s ``shaping``) and the process state a
+target inherits (``memotest/check/keys.py``'s ``process_state``). Real builds, real edits."""
 
 from __future__ import annotations
 
@@ -155,7 +155,7 @@ def test_ignored_signals_are_part_of_the_key(tmp_path):
 def test_what_nohup_and_a_background_job_ignore_every_run_gets_at_its_default(tmp_path):
     """SIGHUP (nohup), SIGINT and SIGQUIT (a background job) are not keyed: the attack is
     a run that would see them ignored. It must see them at their default, so that the
-    record made under nohup is the one a normal shell replays (memotest/signals.py)."""
+    record made under nohup is the one a normal shell replays (memotest/run/signals.py)."""
     proj = _state_project(
         tmp_path,
         """
@@ -178,7 +178,7 @@ def test_what_nohup_and_a_background_job_ignore_every_run_gets_at_its_default(tm
 def test_the_real_working_folder_is_part_of_the_key(tmp_path):
     """The same path, another folder: ``os.getcwd()`` names the folder the link points to.
 
-    Keyed under the project root (``@project/a``, :mod:`memotest.roots`), so the link and
+    Keyed under the project root (``@project/a``, :mod:`memotest.world.roots`), so the link and
     its two targets are in the project: a copy of the whole project at another path is
     the same folder (``tests/test_portable.py``; ``docs/limits.md``)."""
     proj = tmp_path / "proj"
@@ -204,7 +204,7 @@ def test_the_c_librarys_own_signals_are_not_keyed():
     thread: keying them made one memotest-sh process compute two keys for one run."""
     import signal
 
-    from memotest.keys import _signals
+    from memotest.check.keys import _signals
 
     reserved = sum(1 << (n - 1) for n in range(32, int(signal.SIGRTMIN)))
     assert _signals(reserved) == ""

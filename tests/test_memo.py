@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from memotest import plugins
 from memotest.hookspecs import hookimpl
+from memotest.load import plugins
+from memotest.load.plugins import Config
 from memotest.memo import run_memoized
 from memotest.model import Target
-from memotest.plugins import Config
-from memotest.report import TargetResult
+from memotest.reporting.report import TargetResult
 
 PY = sys.executable
 SLOW = "import time; print('first', flush=True); time.sleep(1.5); print('second', flush=True)"

@@ -1,6 +1,6 @@
 """The network on real processes: a server the target did not start makes its result not
 reusable until the user declares it in ``services``; servers the target starts itself stay
-fine; datagrams, raw ``syscall()`` and ``io_uring`` are seen too (``memotest/services.py``,
+fine; datagrams, raw ``syscall()`` and ``io_uring`` are seen too (``memotest/world/services.py``,
 ``memotest/_shim/net.c``). No traffic leaves the machine: servers are on loopback or Unix
 sockets, and the one datagram goes to TEST-NET ``192.0.2.1``, which routes nowhere."""
 

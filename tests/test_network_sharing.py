@@ -1,5 +1,5 @@
 """Who reaches a socket the tree bound: every property of a bind that decides which peers
-get there (``memotest/services.py``, issue 27). Each test is an attack: the target binds
+get there (``memotest/world/services.py``, issue 27). Each test is an attack: the target binds
 something that looks like the endpoint it then talks to, while a server outside the tree
 answers there; the result must not be reused. All on loopback (127.0.0.0/8, ``::1``) and
 abstract Unix names."""

@@ -2,7 +2,7 @@
 nothing is, or where nobody listens, and a datagram to a loopback port where no socket is
 bound, observed only that nobody serves there. Held as such (``inputs/absent.py``,
 ``inputs/unserved.py``), the result is reused until a server appears there; a send that
-reached a server stays a service use (``memotest/network.py``)."""
+reached a server stays a service use (``memotest/world/network.py``)."""
 
 from __future__ import annotations
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from memotest.fingerprint import RACY_WINDOW_NS, FileStates
+from memotest.check.keys import TargetKey
+from memotest.check.plan import Fresh, Stale, plan
 from memotest.inputs.check import describe_change
-from memotest.keys import TargetKey
 from memotest.model import Kind, Target
-from memotest.plan import Fresh, Stale, plan
 from memotest.store import Record, Store
+from memotest.world.fingerprint import RACY_WINDOW_NS, FileStates
 
 RECORDER = "test-recorder/1"
 AGE_S = RACY_WINDOW_NS / 1e9 + 0.2

@@ -230,6 +230,6 @@ def test_a_plugin_adds_default_ignore_patterns(tmp_path):
 
 
 def test_pytest_cache_stays_ignored_by_default():
-    from memotest.config import Settings
+    from memotest.load.config import Settings
 
     assert "**/.pytest_cache/**" in Settings().ignore

@@ -1,4 +1,4 @@
-"""Portable records (``memotest/roots.py``): a copy of a project at another path, with its
+"""Portable records (``memotest/world/roots.py``): a copy of a project at another path, with its
 ``.memotest/`` copied too, replays every target whose files are the same."""
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def test_a_root_that_is_not_there_is_a_load_error(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("prefix", ["/tmp/x", "/tmp/xy"])
 def test_roots_both_ways(prefix: str, tmp_path: Path) -> None:
-    from memotest.roots import Roots
+    from memotest.world.roots import Roots
 
     venv = tmp_path / "proj" / ".venv"
     venv.mkdir(parents=True)
@@ -131,7 +131,7 @@ def test_roots_both_ways(prefix: str, tmp_path: Path) -> None:
 def test_sqlite_reads_paths_back_as_local_does(tmp_path: Path) -> None:
     import sqlite3
 
-    from memotest.roots import Roots
+    from memotest.world.roots import Roots
 
     (tmp_path / "p" / "v").mkdir(parents=True)
     roots = Roots(tmp_path / "p", {"v": str(tmp_path / "p" / "v")})
@@ -198,7 +198,7 @@ def test_a_variable_with_dotdot_inside_the_project_still_travels(tmp_path: Path)
 
 
 def test_dotdot_after_a_symbolic_link_is_not_resolved_as_text(tmp_path: Path):
-    from memotest.roots import Roots, sound_normpath
+    from memotest.world.roots import Roots, sound_normpath
 
     (tmp_path / "p" / "sub").mkdir(parents=True)
     (tmp_path / "far" / "in").mkdir(parents=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memotest.testcases import TestOutcome, decode, encode
+from memotest.run.testcases import TestOutcome, decode, encode
 from tests.conftest import memotest, write_tree
 
 FILES = {

@@ -17,8 +17,8 @@ from types import ModuleType
 import pytest
 from conftest import build_statuses, memotest, write_tree
 
-from memotest import plugins
 from memotest.inputs import readers
+from memotest.load import plugins
 from memotest.model import Kind
 from memotest.store import Store
 

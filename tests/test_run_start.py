@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from memotest import plugins
 from memotest.hookspecs import hookimpl
+from memotest.load import plugins
 from memotest.memo import run_memoized
 from memotest.model import Target
 

@@ -1,4 +1,4 @@
-"""Test-level attribution (``memotest/parts.py``, ``memotest_pytest/attribute.py``,
+"""Test-level attribution (``memotest/recording/parts.py``, ``memotest_pytest/attribute.py``,
 ``memotest/worker/code_watch.py``'s phases): real pytest builds forked from a warm worker,
 and the map from each test to the code it depended on that the record names."""
 
@@ -112,7 +112,7 @@ def test_each_test_is_mapped_to_the_code_it_and_its_fixtures_ran(tmp_path):
     assert str(proj / "tests/test_x.py") in blob["trees"]
 
 
-# -- selection (memotest/select.py): --select tests ----------------------------------------
+# -- selection (memotest/check/select.py): --select tests ----------------------------------------
 
 
 def build(proj: Path, *args: str) -> tuple[str, str, dict[str, tuple[str, bool]]]:

@@ -13,8 +13,8 @@ from conftest import memotest, write_tree
 from servers import redis_server
 
 from memotest.errors import UsageError
+from memotest.loop.shard import Shard, assign, parse_shard, plan_shards
 from memotest.model import Target
-from memotest.shard import Shard, assign, parse_shard, plan_shards
 
 SLEEPS = {"a": 0.8, "b": 0.6, "c": 0.4, "d": 0.2, "e": 0.2, "f": 0.2}
 

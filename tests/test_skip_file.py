@@ -52,7 +52,7 @@ def test_why_a_pass_is_not_cached_shows_without_verbose(tmp_path):
 
 
 def test_the_skip_file_is_per_run_so_runs_still_share_a_warm_worker():
-    from memotest.runner import SKIP_FILE
+    from memotest.run.runner import SKIP_FILE
     from memotest.tracer.warm.spec import WarmSpec
 
     argv = [sys.executable, "-m", "pytest"]

@@ -1,5 +1,5 @@
 """memotest's start stays cheap: what ``--version`` and a no-op build import, and the entry
-point search that replaced ``importlib.metadata`` (``memotest/entrypoints.py``).
+point search that replaced ``importlib.metadata`` (``memotest/load/entrypoints.py``).
 
 The suite and CI run ``memotest build`` thousands of times, most of them no-ops; their start
 is most of their CPU (``benchmarks/noop_start.py``, docs/benchmarks.md). These tests fail
@@ -18,11 +18,11 @@ from pathlib import Path
 
 from conftest import memotest
 
-from memotest.entrypoints import entry_points
+from memotest.load.entrypoints import entry_points
 
 #: What no no-op build imports: each is imported by the path that needs it.
 NOT_ON_A_NOOP = (
-    "importlib.metadata",  # the plugins' entry points: memotest/entrypoints.py
+    "importlib.metadata",  # the plugins' entry points: memotest/load/entrypoints.py
     "email",
     "yaml",  # a memotest.yaml only
     "http.client",  # a remote cache only
@@ -37,7 +37,7 @@ NOT_ON_A_NOOP = (
     "difflib",  # a mistake to name
 )
 #: And what --version or --help imports neither: no plugin, no build.
-NOT_ON_VERSION = (*NOT_ON_A_NOOP, "pluggy", "memotest.plugins", "memotest.store", "sqlite3")
+NOT_ON_VERSION = (*NOT_ON_A_NOOP, "pluggy", "memotest.load.plugins", "memotest.store", "sqlite3")
 
 REPORT = """
 import json, runpy, sys

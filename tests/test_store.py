@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import xxhash
 
-from memotest.fingerprint import FileStates
 from memotest.model import Input, Kind
 from memotest.store import CorruptBlob, Record, Store, StoreError, StoreLocked
+from memotest.world.fingerprint import FileStates
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -280,7 +280,7 @@ def test_lock_is_exclusive_within_one_process(tmp_path: Path) -> None:
 
 WRITER = """
     import os, sys
-    from memotest.fingerprint import FileStates
+    from memotest.world.fingerprint import FileStates
     from memotest.model import Kind
     from memotest.store import Record, Store
 
@@ -329,9 +329,9 @@ def observed_digest(path: str, kind: Kind) -> tuple[Kind, str] | None:
 
 
 def test_sigkill_never_leaves_a_partial_record_or_a_wrong_hit(tmp_path: Path) -> None:
-    from memotest.keys import TargetKey
+    from memotest.check.keys import TargetKey
+    from memotest.check.plan import Fresh, plan
     from memotest.model import Target
-    from memotest.plan import Fresh, plan
 
     data = tmp_path / "data"
     data.mkdir()
@@ -413,7 +413,7 @@ def test_cas_blobs_are_atomic_under_sigkill(tmp_path: Path) -> None:
 
 
 def test_signature_sqlite_cannot_hold_is_dropped(tmp_path: Path) -> None:
-    from memotest.fingerprint import Fingerprint
+    from memotest.world.fingerprint import Fingerprint
 
     p = tmp_path / "f"
     p.write_text("x")

@@ -12,7 +12,7 @@ import pytest
 from conftest import build_statuses, memotest, plugin_site, write_tree
 
 from memotest.model import Target
-from memotest.runner import Runner
+from memotest.run.runner import Runner
 from memotest.tracer.warm.pool import WorkerPool
 from memotest.tracer.warm.spec import WarmSpec, WarmUnavailable
 from memotest.tracer.warm.worker import Worker

@@ -2,7 +2,7 @@
  *
  * What a process can learn from a socket depends on who is at the other end.
  * The shim records every endpoint the tree talks to and every endpoint it
- * serves, and memotest (memotest/observe.py, memotest/services.py) decides:
+ * serves, and memotest (memotest/run/observe.py, memotest/world/services.py) decides:
  * talking to an endpoint that no process of the tree serves makes the result
  * not reusable, unless the user declared it in `services`.
  *
@@ -344,7 +344,7 @@ static int shares_port(int level, int name)
 
 /* After setsockopt: SO_PASSCRED or SO_PASSPIDFD turned on for a Unix socket
  * autobinds it at its next send, which a peer can then answer: a `B`
- * "TYPE,passcred unix:?" (memotest/network.py then trusts no unnamed send). */
+ * "TYPE,passcred unix:?" (memotest/world/network.py then trusts no unnamed send). */
 static void rec_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
     struct sockaddr_storage ss;

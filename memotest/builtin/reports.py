@@ -8,8 +8,8 @@ import os
 
 from memotest.errors import UsageError
 from memotest.hookspecs import hookimpl
-from memotest.plugins import Config
-from memotest.report import Summary, write_json, write_junit
+from memotest.load.plugins import Config
+from memotest.reporting.report import Summary, write_json, write_junit
 
 
 @hookimpl

@@ -18,13 +18,13 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from memotest.hookspecs import hookimpl
+from memotest.load.plugins import Config
 from memotest.model import Target
-from memotest.plugins import Config
-from memotest.report import STATUSES, Summary, TargetResult
-from memotest.testcases import describe
+from memotest.reporting.report import STATUSES, Summary, TargetResult
+from memotest.run.testcases import describe
 
 if TYPE_CHECKING:
-    from memotest.shard import ShardPlan
+    from memotest.loop.shard import ShardPlan
 
 NAME = "terminalreporter"
 

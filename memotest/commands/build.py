@@ -10,8 +10,8 @@ from memotest.commands.options import add_file_option, add_plugin_options
 from memotest.errors import UsageError
 
 if TYPE_CHECKING:
-    from memotest import plugins
-    from memotest.config import Project
+    from memotest.load import plugins
+    from memotest.load.config import Project
     from memotest.model import Target
     from memotest.remote import RemoteCache
     from memotest.store import Store
@@ -91,7 +91,7 @@ def add_parser(sub: argparse._SubParsersAction, plugin_options: bool = True) -> 
         choices=("tests", "files"),
         default=None,
         help="tests: a stale test file runs only the tests whose result could have changed "
-        "and replays the others' outcomes (memotest/select.py); files: whole (the default, "
+        "and replays the others' outcomes (memotest/check/select.py); files: whole (the default, "
         "or settings.select)",
     )
     p.add_argument(
@@ -129,14 +129,14 @@ def _fraction(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    from memotest import plugins
+    from memotest.load import plugins
 
     with plugins.configured(args) as config:
         return build(config)
 
 
 def build(config: plugins.Config) -> int:
-    from memotest.config import load_project
+    from memotest.load.config import load_project
 
     args = config.options
     # Created before the targets are loaded: a loader's memoized collection forks from it.
@@ -151,9 +151,9 @@ def build(config: plugins.Config) -> int:
 
 
 def _build(config: plugins.Config, project: Project) -> int:
-    from memotest import plugins
-    from memotest.build import Build, Options, interrupt_on_sigterm, select
     from memotest.commands.common import open_store
+    from memotest.load import plugins
+    from memotest.loop.build import Build, Options, interrupt_on_sigterm, select
     from memotest.remote import open_remote
 
     args = config.options
@@ -161,7 +161,7 @@ def _build(config: plugins.Config, project: Project) -> int:
     targets = select(project, args.targets)
     shard = None
     if args.shard:
-        from memotest.shard import parse_shard, plan_shards
+        from memotest.loop.shard import parse_shard, plan_shards
 
         shard = parse_shard(args.shard)
     if args.jobs is not None and args.jobs < 1:

@@ -11,12 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from memotest import plugins
 from memotest.commands.options import add_file_option
-from memotest.config import Project, Settings, load_project
 from memotest.errors import ConfigError, UsageError
-from memotest.roots import of as roots_of
+from memotest.load import plugins
+from memotest.load.config import Project, Settings, load_project
 from memotest.store import STORE_DIR, Record, Store, StoreDamaged, StoreError, StoreLocked
+from memotest.world.roots import of as roots_of
 
 LOCK_WAIT = 600.0
 
@@ -104,7 +104,7 @@ def load_or_recorded(
     try:
         project = load_project(config)
         if names:
-            from memotest.build import select
+            from memotest.loop.build import select
 
             select(project, names)
         return project, None

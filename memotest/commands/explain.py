@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 from memotest.commands.options import add_file_option, add_plugin_options
 
 if TYPE_CHECKING:
-    from memotest import plugins
+    from memotest.check.plan import Fresh, Stale
     from memotest.commands.common import Recorded
-    from memotest.fingerprint import FileStates
-    from memotest.plan import Fresh, Stale
+    from memotest.load import plugins
+    from memotest.world.fingerprint import FileStates
 
 # What explaining needs is imported when explaining (every command's parser is built on
 # each start).
@@ -44,21 +44,21 @@ def add_parser(sub: argparse._SubParsersAction, plugin_options: bool = True) -> 
 
 
 def run(args: argparse.Namespace) -> int:
-    from memotest import plugins
+    from memotest.load import plugins
 
     with plugins.configured(args) as config:
         return explain(config)
 
 
 def explain(config: plugins.Config) -> int:
-    from memotest.build import select
+    from memotest.check.keys import target_key
+    from memotest.check.plan import Stale, plan
+    from memotest.check.select import decide
+    from memotest.check.shaping import granted
     from memotest.commands.common import load_or_recorded, open_store, targets_after_pytest
-    from memotest.keys import target_key
-    from memotest.observe import file_states
-    from memotest.plan import Stale, plan
-    from memotest.roots import of as roots_of
-    from memotest.select import decide
-    from memotest.shaping import granted
+    from memotest.loop.build import select
+    from memotest.run.observe import file_states
+    from memotest.world.roots import of as roots_of
 
     args = config.options
     args.targets = targets_after_pytest(args, args.targets, "explain")
@@ -98,7 +98,7 @@ def say(
 ) -> None:
     """One line per target; ``parts``: the tests a stale one would run (``--select``);
     with ``states`` (``-v``), every changed input of a stale one, a line each."""
-    from memotest.plan import Fresh, describe_all
+    from memotest.check.plan import Fresh, describe_all
 
     for name, v in verdicts.items():
         if isinstance(v, Fresh):
@@ -117,11 +117,11 @@ def explain_records(recorded: Recorded, verbose: bool = False) -> int:
     """``explain`` for records no targets file defines: their inputs are checked; their
     definition and environment belong to the tool that recorded them (tox, make, nox),
     which checks them itself, so they are taken as recorded."""
+    from memotest.check.keys import TargetKey
+    from memotest.check.plan import plan
     from memotest.commands.common import open_store
-    from memotest.keys import TargetKey
     from memotest.model import Target
-    from memotest.observe import file_states
-    from memotest.plan import plan
+    from memotest.run.observe import file_states
 
     records = recorded.records
     targets = [Target(name, "", str(recorded.root)) for name in records]

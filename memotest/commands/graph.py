@@ -24,10 +24,10 @@ def add_parser(sub: argparse._SubParsersAction, plugin_options: bool = True) -> 
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from memotest import schedule
     from memotest.commands.common import open_store
-    from memotest.config import load_project
-    from memotest.plugins import Config
+    from memotest.load.config import load_project
+    from memotest.load.plugins import Config
+    from memotest.loop import schedule
 
     project = load_project(Config(args))
     targets = list(project.targets.values())

@@ -9,7 +9,7 @@ def add_plugin_options(p: argparse.ArgumentParser, load: bool) -> None:
     """The plugins' options of a command's parser (``memotest_addoption``); with ``load``
     False (no command was named: ``--version``, ``--help``), no plugin is loaded or asked."""
     if load:
-        from memotest import plugins
+        from memotest.load import plugins
 
         plugins.call("memotest_addoption", parser=p, pluginmanager=plugins.manager())
 

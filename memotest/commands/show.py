@@ -68,14 +68,14 @@ def add_parser(sub: argparse._SubParsersAction, plugin_options: bool = True) -> 
 def show(args: argparse.Namespace) -> int:
     from collections import Counter
 
-    from memotest.build import select
     from memotest.commands.common import (
         last_used,
         load_or_recorded,
         open_store,
         targets_after_pytest,
     )
-    from memotest.plugins import Config
+    from memotest.load.plugins import Config
+    from memotest.loop.build import select
 
     named = targets_after_pytest(args, [args.target] if args.target else [], "show")
     if len(named) != 1:
@@ -125,9 +125,9 @@ def show(args: argparse.Namespace) -> int:
 def show_tests(name: str, digest: str | None, store: Store, *, verbose: bool) -> int:
     """``show --tests``: each recorded test's outcome and duration, in the order they ran
     (with ``-v``, the failure text of those that did not pass)."""
-    from memotest import testcases
+    from memotest.reporting.textsafe import printable
+    from memotest.run import testcases
     from memotest.store import StoreError
-    from memotest.textsafe import printable
 
     if not digest:
         print(f"{name}: its run reported no tests (only --pytest targets do)")
@@ -148,7 +148,7 @@ def show_tests(name: str, digest: str | None, store: Store, *, verbose: bool) ->
 
 def list_targets(args: argparse.Namespace) -> int:
     from memotest.commands.common import last_used, load_or_recorded, open_store
-    from memotest.plugins import Config
+    from memotest.load.plugins import Config
 
     project, recorded = load_or_recorded(Config(args), None)
     if recorded is not None:
@@ -185,8 +185,8 @@ def clean(args: argparse.Namespace) -> int:
     """Deletes the store, whatever is there, reading nothing in it (so it works on a
     damaged one); with ``--gc``, opens it (setting a damaged part aside) and collects."""
     from memotest.commands.common import open_store, wipe_store
-    from memotest.config import load_project
-    from memotest.plugins import Config
+    from memotest.load.config import load_project
+    from memotest.load.plugins import Config
 
     project = load_project(Config(args))
     if not args.gc:

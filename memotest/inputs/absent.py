@@ -39,9 +39,9 @@ import os
 import stat
 from collections.abc import Iterable, Sequence
 
-from memotest.fingerprint import NO_DIGEST, UNREADABLE, FileStates, Fingerprint, Refresh
 from memotest.inputs.base import InputKind
 from memotest.model import Input, Kind, Trace
+from memotest.world.fingerprint import NO_DIGEST, UNREADABLE, FileStates, Fingerprint, Refresh
 
 #: The digest of an absence that a directory at the path also satisfies.
 OR_DIR = "or-dir"

@@ -23,8 +23,8 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
-from memotest.fingerprint import UNREADABLE, FileStates, Fingerprint, Refresh, is_racy
 from memotest.model import Input, Kind, StatSig, Trace
+from memotest.world.fingerprint import UNREADABLE, FileStates, Fingerprint, Refresh, is_racy
 
 if TYPE_CHECKING:
     from memotest.store import Store
@@ -83,7 +83,7 @@ class InputKind:
         link: str | None,
     ) -> bool | Refresh:
         """Whether a recorded fingerprint still holds: ``True``, ``False``, or a
-        :class:`~memotest.fingerprint.Refresh` (holds, but was re-hashed: store the new
+        :class:`~memotest.world.fingerprint.Refresh` (holds, but was re-hashed: store the new
         signature so that the next build takes the fast path)."""
         raise NotImplementedError
 
@@ -95,7 +95,7 @@ class InputKind:
         names: Sequence[str] | None,
     ) -> str | None:
         """What changed, for an input that no longer holds (``st``: the path's ``stat``
-        now, never :data:`~memotest.fingerprint.UNREADABLE`; ``names``: for a listing,
+        now, never :data:`~memotest.world.fingerprint.UNREADABLE`; ``names``: for a listing,
         the entry names it had, if known)."""
         if st is None:
             return "disappeared"

@@ -1,7 +1,7 @@
 """Recorded inputs against the file system now: whether they hold, and what changed.
 
 Each kind checks its own fingerprints (``registry.verifiers``); these are the calls for
-one recorded :class:`~memotest.model.Input` (or :class:`~memotest.fingerprint.Fingerprint`,
+one recorded :class:`~memotest.model.Input` (or :class:`~memotest.world.fingerprint.Fingerprint`,
 whose stat signature makes the check cheap). The no-op build's loop over thousands of
 fingerprints (``plan.py``) calls the kinds' checkers directly.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memotest.fingerprint import UNREADABLE, FileStates, Fingerprint, Refresh
 from memotest.inputs.registry import kind_of
 from memotest.model import Input, Kind
+from memotest.world.fingerprint import UNREADABLE, FileStates, Fingerprint, Refresh
 
 
 def verify(
@@ -25,7 +25,7 @@ def verify(
     link: str | None = None,
 ) -> bool | Refresh:
     """Whether a recorded fingerprint, fields passed flat, still holds: ``True``,
-    ``False``, or a :class:`~memotest.fingerprint.Refresh` (holds, but had to be
+    ``False``, or a :class:`~memotest.world.fingerprint.Refresh` (holds, but had to be
     re-hashed: store the new signature so the next build takes the fast path)."""
     try:
         found = kind_of(kind)
@@ -36,7 +36,7 @@ def verify(
 
 def check(states: FileStates, recorded: Input) -> bool | Refresh:
     """:func:`verify` for an :class:`~memotest.model.Input` or a
-    :class:`~memotest.fingerprint.Fingerprint`."""
+    :class:`~memotest.world.fingerprint.Fingerprint`."""
     if isinstance(recorded, Fingerprint):
         return verify(
             states,

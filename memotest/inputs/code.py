@@ -22,10 +22,10 @@ import stat
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from memotest.fingerprint import UNREADABLE, FileStates, Fingerprint, Refresh, is_racy
 from memotest.inputs.base import InputKind, read_file, refresh, regular_file, sig_holds, type_word
 from memotest.model import Input, Kind, StatSig, Trace
 from memotest.worker.codes import COMPREHENSIONS, cache_tag, compile_tree, digest, qualname
+from memotest.world.fingerprint import UNREADABLE, FileStates, Fingerprint, Refresh, is_racy
 
 if TYPE_CHECKING:
     from memotest.store import Store

@@ -4,7 +4,7 @@ The trace yields none as such: a path read or stat'ed is observed as a ``file``,
 fingerprint says it is a directory. It holds while a directory with the same permission
 bits (the digest, in octal) is at the path, reached the same way: a folder that became a
 symbolic link to another (``link``: the link text, or None) is a change, as ``lstat``
-shows it (``memotest/observable.py``).
+shows it (``memotest/world/observable.py``).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import os
 import stat
 from collections.abc import Sequence
 
-from memotest.fingerprint import FileStates, Fingerprint, Refresh
 from memotest.inputs.base import InputKind
 from memotest.model import Input, Kind
-from memotest.observable import dir_digest
+from memotest.world.fingerprint import FileStates, Fingerprint, Refresh
+from memotest.world.observable import dir_digest
 
 
 class Dir(InputKind):

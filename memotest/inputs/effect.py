@@ -6,7 +6,7 @@ restores the declared outputs. When a later command reads what an earlier one wr
 combine`` reads them), replaying the earlier one while its files are gone breaks the later
 one; and replaying one that deleted a file (``coverage erase``) while the file is back
 leaves stale data where a run would have removed it. So a command recorded with its
-effects (:func:`memotest.record.effects`, which :func:`memotest.memo.run_memoized` asks
+effects (:func:`memotest.recording.record.effects`, which :func:`memotest.memo.run_memoized` asks
 for) is replayed only while they are in place: every path under the roots (the project,
 ``settings.roots``) it wrote still holds what the run left there, and every such path it
 deleted is still absent. Otherwise it runs, and
@@ -43,13 +43,13 @@ import os
 import stat
 from collections.abc import Sequence
 
-from memotest.fingerprint import UNREADABLE, FileStates, Fingerprint, Refresh
 from memotest.inputs import dir as dir_
 from memotest.inputs import file, section
 from memotest.inputs.base import InputKind
 from memotest.inputs.readers import UNPARSED, reader_for
 from memotest.inputs.section import part_of
 from memotest.model import Input, Kind
+from memotest.world.fingerprint import UNREADABLE, FileStates, Fingerprint, Refresh
 
 #: The prefixes of the digest: what the run left at the path.
 FILE, ABSENT, DIR, OTHER = "file:", "absent:", "dir:", "other:"

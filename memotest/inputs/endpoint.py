@@ -2,7 +2,7 @@
 ADDRESS``, the input's "path"), held by a yes or no that the check asks the system again,
 with no digest: nobody serves there (``unserved.py``), a datagram sink is bound there
 (``sink.py``). Which of the trace's ``C`` records are such endpoints is the kind's
-``pick`` (``memotest/network.py``), but never one a process of the tree served.
+``pick`` (``memotest/world/network.py``), but never one a process of the tree served.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 
-from memotest.fingerprint import NO_DIGEST, FileStates, Fingerprint, Refresh
 from memotest.inputs.base import InputKind
 from memotest.model import Input, Trace
-from memotest.network import held_outside
+from memotest.world.fingerprint import NO_DIGEST, FileStates, Fingerprint, Refresh
+from memotest.world.network import held_outside
 
 
 class EndpointState(InputKind):

@@ -25,9 +25,9 @@ import stat
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from memotest.fingerprint import UNREADABLE, FileStates, Fingerprint, Refresh
 from memotest.inputs.base import InputKind, gained_lost, refresh, sig_holds
 from memotest.model import Input, Kind, Trace
+from memotest.world.fingerprint import UNREADABLE, FileStates, Fingerprint, Refresh
 
 if TYPE_CHECKING:
     from memotest.store import Store

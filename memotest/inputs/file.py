@@ -3,7 +3,7 @@
 What the trace yields: every path the target read, stat'ed, executed or loaded before it
 wrote it (whatever it is: the fingerprint says whether it is a file, a directory or a
 special file). Its digest is the xxh3-128 of the content mixed with the permission bits
-and link count (``FileStates.hash_file``, ``memotest/observable.py``: what a ``stat`` or
+and link count (``FileStates.hash_file``, ``memotest/world/observable.py``: what a ``stat`` or
 an ``fstat`` of the open file shows); when the path is a symlink the link text is hashed
 too, and the link is recorded, so that re-pointing a link is a change even when the new
 target has the same content.
@@ -39,11 +39,16 @@ import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from memotest.fingerprint import OPEN_FLAGS, UNREADABLE, FileStates, Fingerprint, Refresh
 from memotest.inputs.base import InputKind, refresh, type_word
 from memotest.inputs.order import UNORDERED_SUFFIXES
 from memotest.model import Input, Kind, StatSig, Trace
-from memotest.observable import NLINK_UNSEEN, file_digest_holds, split_file_digest, without_nlink
+from memotest.world.fingerprint import OPEN_FLAGS, UNREADABLE, FileStates, Fingerprint, Refresh
+from memotest.world.observable import (
+    NLINK_UNSEEN,
+    file_digest_holds,
+    split_file_digest,
+    without_nlink,
+)
 
 _S_ISREG = stat.S_ISREG
 _S_ISLNK = stat.S_ISLNK

@@ -5,7 +5,7 @@ deleted (``absent``). Its digest is the xxh3-128 of the entry names (file-system
 sorted and joined by ``\\0``, then ``\\0\\0`` and each entry's type letter (``readdir``'s
 ``d_type``: a name that turns from a file into a folder or a symlink is a change):
 exactly the bytes the store keeps in its CAS for ``explain``, so the digest is also the
-CAS address of the entries (``memotest/observable.py``). Entries the build ignores
+CAS address of the entries (``memotest/world/observable.py``). Entries the build ignores
 (``FileStates.skip_entry``) are left out. A listed folder that became a symbolic link to
 another is a change (``link``, as for ``dir``).
 
@@ -20,7 +20,6 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Sequence
 
-from memotest.fingerprint import FileStates, Fingerprint, Refresh
 from memotest.inputs.base import (
     InputKind,
     changed_during_run,
@@ -31,7 +30,8 @@ from memotest.inputs.base import (
 )
 from memotest.inputs.dir import link_change
 from memotest.model import Input, Kind, Trace, changed_since
-from memotest.observable import listing_digest, split_listing, type_letter
+from memotest.world.fingerprint import FileStates, Fingerprint, Refresh
+from memotest.world.observable import listing_digest, split_listing, type_letter
 
 
 class Listing(InputKind):

@@ -22,11 +22,11 @@ import os
 import stat
 from collections.abc import Sequence
 
-from memotest.fingerprint import FileStates, Fingerprint, Refresh
 from memotest.inputs.base import InputKind, names_phrase
 from memotest.inputs.listing import recorded_entries
 from memotest.model import Input, Kind
-from memotest.observable import listing_digest
+from memotest.world.fingerprint import FileStates, Fingerprint, Refresh
+from memotest.world.observable import listing_digest
 
 
 def matches(pattern: str, skip: object = None) -> list[str]:

@@ -46,9 +46,9 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from memotest.fingerprint import UNREADABLE, FileStates, Fingerprint, Refresh
 from memotest.inputs.base import InputKind
 from memotest.model import CLOCK_SLACK_NS, Input, Kind, StatSig, Trace
+from memotest.world.fingerprint import UNREADABLE, FileStates, Fingerprint, Refresh
 
 if TYPE_CHECKING:
     from memotest.store import Store

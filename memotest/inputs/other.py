@@ -9,9 +9,9 @@ import os
 import stat
 from collections.abc import Sequence
 
-from memotest.fingerprint import FileStates, Refresh
 from memotest.inputs.base import InputKind, type_word
 from memotest.model import Input, Kind
+from memotest.world.fingerprint import FileStates, Refresh
 
 
 class Other(InputKind):

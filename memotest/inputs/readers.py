@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import xxhash
 
-from memotest import plugins
+from memotest.load import plugins
 
 #: The digest of a file memotest cannot parse as its reader would: it stays whole.
 UNPARSED = "unparsed"

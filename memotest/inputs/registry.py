@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from memotest.fingerprint import FileStates, Fingerprint, Refresh
 from memotest.inputs import (
     absent,
     code,
@@ -31,6 +30,7 @@ from memotest.inputs import (
 from memotest.inputs import dir as dir_
 from memotest.inputs.base import InputKind
 from memotest.model import Kind, Trace
+from memotest.world.fingerprint import FileStates, Fingerprint, Refresh
 
 if TYPE_CHECKING:
     from memotest.store import Store

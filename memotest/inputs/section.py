@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING
 
 import xxhash
 
-from memotest.fingerprint import FileStates, Fingerprint, Refresh
 from memotest.inputs.base import InputKind, read_file, refresh, regular_file, sig_holds, type_word
 from memotest.inputs.readers import UNPARSED, digest_of, reader_for
 from memotest.model import Input, Kind, Trace
-from memotest.observable import file_digest, file_digest_holds
+from memotest.world.fingerprint import FileStates, Fingerprint, Refresh
+from memotest.world.observable import file_digest, file_digest_holds
 
 if TYPE_CHECKING:
     from memotest.store import Store

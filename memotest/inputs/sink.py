@@ -7,7 +7,7 @@ with ``SCM_RIGHTS``, which the shim sees (``rights``). So a datagram it sends to
 sink (journald's ``/dev/log``, a syslog daemon's socket) brings nothing into the run but
 whether the send succeeded: while a datagram socket is bound at the path, every build
 would see that. The shim writes such a ``C`` record ``unnamed``
-(``memotest/_shim/net.c``); ``memotest/network.py`` trusts it unless a Unix datagram
+(``memotest/_shim/net.c``); ``memotest/world/network.py`` trusts it unless a Unix datagram
 socket of the tree had a name or ``SO_PASSCRED`` (it could be the sender, then
 answerable).
 
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from memotest.inputs.endpoint import EndpointState
 from memotest.lazy import lazy_module
 from memotest.model import Kind
-from memotest.network import quiet_send
+from memotest.world.network import quiet_send
 
 if TYPE_CHECKING:
     import socket

@@ -8,7 +8,7 @@ nobody serves there, and the target re-runs when a server appears (a syslog daem
 UDP 514, a statsd, a server at the path). The shim writes such a ``C`` record with
 ``,unbound`` (it asked the kernel right after the send: ``_shim/netstate.c``)
 or ``,refused``; a send that reached a socket, or a connect that succeeded, is a service
-use (``memotest/network.py``).
+use (``memotest/world/network.py``).
 
 The "path" of such an input is ``TYPE ADDRESS`` (``dgram inet:127.0.0.1:514``,
 ``stream unix:/run/x.sock``); no digest. Checked by reading ``/proc/net/udp`` and
@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 from memotest.inputs.endpoint import EndpointState
 from memotest.lazy import lazy_module
 from memotest.model import Kind
-from memotest.network import unserved_endpoint
-from memotest.services import parse_endpoint
+from memotest.world.network import unserved_endpoint
+from memotest.world.services import parse_endpoint
 
 if TYPE_CHECKING:
     import socket

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from memotest.errors import UsageError
 
 if TYPE_CHECKING:
-    from memotest.config import Settings
+    from memotest.load.config import Settings
     from memotest.remote.backends import DEFAULT_MAX_ANSWER, DEFAULT_TIMEOUT, Backend
     from memotest.remote.cache import RemoteCache, summary_line
 

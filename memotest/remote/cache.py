@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import TextIO, TypeVar
 
-from memotest.keys import TargetKey
+from memotest.check.keys import TargetKey
 from memotest.remote import wire
 from memotest.remote.backends import DEFAULT_TIMEOUT, Backend, RemoteDown, RemoteError
 from memotest.remote.deadline import GRACE, run_all

@@ -1,7 +1,7 @@
 """The targets' durations on the remote, for ``--shard`` on machines with empty stores.
 
 A CI job starts with an empty ``.memotest/``, so ``--shard`` would have no durations to
-balance by (:mod:`memotest.shard`). Every build that may write the remote therefore
+balance by (:mod:`memotest.loop.shard`). Every build that may write the remote therefore
 merges the durations of the targets it ran into one AC entry per targets file (keyed by
 the file's portable path, ``@project/memotest.toml``, so every clone shares it), and a
 sharded build reads it for the targets its local store has not recorded.

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from memotest.check.plan import Fresh, Stale
+from memotest.drive.step import Step, Verdict
 from memotest.inputs.registry import blob_kinds, verifiers
 from memotest.model import Target
-from memotest.plan import Fresh, Stale
 from memotest.remote import wire
 from memotest.remote.cache import RemoteCache
-from memotest.step import Step, Verdict
 from memotest.store import Store, StoreError, default_recorder
 from memotest.store.records import named_blobs
 

@@ -19,7 +19,7 @@ not verify is :class:`Untrusted`. Each signature covers a domain tag, so a recor
 pass for a manifest's, and a manifest's covers its AC key, so it cannot be moved to another
 target. A record's sha256s make its signature cover its log, outputs and blobs too.
 
-Every path of a record travels portable (:mod:`memotest.roots`: ``@project/src/a.py``),
+Every path of a record travels portable (:mod:`memotest.world.roots`: ``@project/src/a.py``),
 made so on the way out and this machine's on the way in with the roots of the store it
 comes from and goes to, so a record replays on a machine whose checkout is elsewhere.
 """
@@ -34,11 +34,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memotest.fingerprint import Fingerprint
-from memotest.keys import TargetKey
+from memotest.check.keys import TargetKey
 from memotest.model import Kind
-from memotest.roots import Roots
 from memotest.store import Record
+from memotest.world.fingerprint import Fingerprint
+from memotest.world.roots import Roots
 
 RECORD_FORMAT = "record/1"
 MANIFEST_FORMAT = "manifest/1"

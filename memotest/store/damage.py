@@ -21,7 +21,7 @@ What the store does about it (:meth:`memotest.store.Store.open` and the store's 
 
 Errors that are not damage (a full disk) become a plain
 :class:`~memotest.store.errors.StoreError`: a target that already ran keeps its result,
-not cached, with the reason (:meth:`memotest.step.Step.record`).
+not cached, with the reason (:meth:`memotest.drive.step.Step.record`).
 """
 
 from __future__ import annotations

@@ -8,13 +8,13 @@ record that observed it names by id (:mod:`memotest.store.records`).
 When a fingerprint is stored again, or re-hashed and found to hold (:meth:`refresh`), its
 signature is replaced only by a newer one that differs or that makes a *racy* one trustworthy
 (a file modified within the racy window before it was hashed could change again unseen
-under the same signature: :func:`memotest.fingerprint.is_racy`).
+under the same signature: :func:`memotest.world.fingerprint.is_racy`).
 
 :class:`FingerprintTable` keeps two caches, valid because only the build holding the lock
 writes: the write index (path -> id, (path_id, kind, digest) -> (id, sig, verified_ns)),
 loaded on the first write, and the rows read by id, kept current by this store's own writes.
 
-Paths are stored portable, here and nowhere else (:mod:`memotest.roots`: ``@project/a.py``),
+Paths are stored portable, here and nowhere else (:mod:`memotest.world.roots`: ``@project/a.py``),
 each converted once; the write index is keyed by the stored form; a symlink's text is kept.
 
 Paths are bytes on Linux: a path (or a symlink's text) that is not UTF-8, held as ``str``
@@ -32,10 +32,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from memotest.fingerprint import Fingerprint, is_racy
 from memotest.model import Input, Kind, StatSig
-from memotest.roots import Roots
 from memotest.store.schema import transaction
+from memotest.world.fingerprint import Fingerprint, is_racy
+from memotest.world.roots import Roots
 
 _SELECT = (  # {path}: the stored path made local by SQLite (Roots.sql_local)
     "SELECT f.id, {path}, f.kind, f.digest, f.link, f.mtime_ns, f.size, f.ino, f.ctime_ns, "
@@ -78,7 +78,7 @@ class FpRow(NamedTuple):
         return StatSig(self.mtime_ns, self.size or 0, self.ino or 0, self.ctime_ns or 0)
 
     def fingerprint(self) -> Fingerprint:
-        """This row as a :class:`~memotest.fingerprint.Fingerprint`."""
+        """This row as a :class:`~memotest.world.fingerprint.Fingerprint`."""
         return Fingerprint(
             self.path, Kind(self.kind), self.digest, self.sig, self.verified_ns, self.link
         )

@@ -5,7 +5,7 @@ same observations, or the least recently used beyond the per-target cap), and th
 fingerprints and blobs only the old ones named stay behind.
 
 **The size bound** (``settings.max_size``, by default
-:data:`memotest.config.DEFAULT_MAX_SIZE`): when the store (the live pages of its
+:data:`memotest.load.config.DEFAULT_MAX_SIZE`): when the store (the live pages of its
 database and its blobs) takes more, variants are evicted in least
 recently used order (``last_used_ns``: recorded or replayed) until it would take
 :data:`LOW_WATER` of the bound, ccache's way (so the next build does not evict again at

@@ -7,7 +7,7 @@ cost a few MB.
 
 :class:`InputList` is a record's ``inputs`` as read from the store. It keeps the stored
 bytes (``raw``) and decompresses them into ids only when asked (``ids``): the no-op path
-(:mod:`memotest.holds`) names a set of records by their bytes and never decompresses the
+(:mod:`memotest.check.holds`) names a set of records by their bytes and never decompresses the
 arrays of records it finds holding as a whole; the fingerprints themselves are made only
 when the inputs are iterated (``explain``, the scheduler's conflict checks).
 """
@@ -20,9 +20,9 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, overload
 
-from memotest.fingerprint import Fingerprint
 from memotest.store.damage import Garbled
 from memotest.store.errors import StoreError
+from memotest.world.fingerprint import Fingerprint
 
 if TYPE_CHECKING:
     from memotest.store.fingerprints import FingerprintTable

@@ -2,10 +2,10 @@
 
 The inputs' paths are converted by the fingerprint table (:mod:`~memotest.store.fingerprints`);
 a record holds more paths: what it wrote or deleted (``writes``) and what of that it had read
-before (``rewritten``). They are stored under the project's roots (:mod:`memotest.roots`:
+before (``rewritten``). They are stored under the project's roots (:mod:`memotest.world.roots`:
 ``@project/out/x``) and read back as paths on this machine, so that no module but the store
 knows. A record's ``definition`` and ``env`` are already portable (the key is computed from
-portable forms, :mod:`memotest.keys`); its declared ``outputs`` are relative to the target's
+portable forms, :mod:`memotest.check.keys`); its declared ``outputs`` are relative to the target's
 folder; listings hold names only.
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TypeVar
 
-from memotest.roots import Roots
 from memotest.store.records import Record
+from memotest.world.roots import Roots
 
 K = TypeVar("K")
 

@@ -3,7 +3,7 @@
 Many rows per target name, its *variants* (ccache's direct-mode manifests are the model):
 each is one recorded run, with the fingerprints it needs and its result, so that a branch
 switched back to, a bisect or a rebase finds the result of a state seen before
-(:func:`memotest.plan.plan` picks the one that holds). Storing a record adds a variant and
+(:func:`memotest.check.plan.plan` picks the one that holds). Storing a record adds a variant and
 replaces any variant of the same name with the same key (``recorder``, ``def_hash``,
 ``env_hash``, ``shaping``) and the same input id array: the same observations never keep
 two results (a flaky test's fail replaces its pass). Each name keeps at most
@@ -15,7 +15,7 @@ A record's ``inputs`` column is a zlib-compressed array of ``fps.id`` (uint32, l
 sorted: :mod:`memotest.store.idarrays`): records share their fingerprints
 (:mod:`memotest.store.fingerprints`), so 1,000 records of 2,000 inputs each cost a few MB,
 and checking them all means validating each *distinct* fingerprint once and testing each
-record's id array against the set of invalid ids (:mod:`memotest.holds`). ``writes`` and
+record's id array against the set of invalid ids (:mod:`memotest.check.holds`). ``writes`` and
 ``rewritten`` are zlib-compressed NUL-joined paths; ``definition``, ``env``, ``outputs``: JSON.
 
 A record names blobs (its log, its declared outputs and its per-test results,
@@ -44,7 +44,7 @@ from memotest.store.idarrays import InputList
 from memotest.store.outputs import split_output
 
 #: The statuses a record can have; only ``passed`` results are reused (a ``skipped`` run,
-#: one that said it did not do its work, is never replayed: :mod:`memotest.runner`).
+#: one that said it did not do its work, is never replayed: :mod:`memotest.run.runner`).
 STATUSES = ("passed", "failed", "timeout", "error", "skipped")
 
 #: The variants kept per target name: enough for a few branches, a bisect's states and a
@@ -91,14 +91,14 @@ class Record:
     outputs: dict[str, str] = field(default_factory=dict)
     rewritten: list[str] = field(default_factory=list)
     recorder: str = field(default_factory=default_recorder)
-    #: The settings that shaped what it holds (:mod:`memotest.shaping`): reused only
+    #: The settings that shaped what it holds (:mod:`memotest.check.shaping`): reused only
     #: while each is still granted.
     shaping: list[str] = field(default_factory=list)
-    #: The CAS blob of the run's per-test results (``memotest/testcases.py``: read with
+    #: The CAS blob of the run's per-test results (``memotest/run/testcases.py``: read with
     #: ``Store.read_blob`` and ``testcases.decode``), None when it reported none.
     tests_digest: str | None = None
     #: The CAS blob of the code each test of the run depended on (a test runner's
-    #: plugin labelled them: ``memotest/parts.py``), or None. A record without it is
+    #: plugin labelled them: ``memotest/recording/parts.py``), or None. A record without it is
     #: never run in part.
     parts: str | None = None
     #: Which stored variant this is (the row's id), None for a record not read from a store.

@@ -14,7 +14,7 @@ Schema (``SCHEMA_VERSION``)::
 
 ``records`` holds many rows (variants) per target name (format 4; format 3 had one);
 format 5 added ``tests_digest``, the blob of a run's per-test results, and ``parts``, the
-blob of which code each test of the run depended on (``memotest/parts.py``), or NULL.
+blob of which code each test of the run depended on (``memotest/recording/parts.py``), or NULL.
 
 ``records`` is :mod:`memotest.store.records`' table, ``paths`` and ``fps``
 :mod:`memotest.store.fingerprints`'; ``meta`` holds the format version (key ``schema``) and

@@ -21,8 +21,6 @@ from typing import Any, TypeVar
 
 from memotest.errors import inject
 from memotest.model import Input
-from memotest.observable import listing_digest, split_listing
-from memotest.roots import Roots
 from memotest.store import damage, records, schema
 from memotest.store.blobs import CAS_DIR, LocalBlobStore
 from memotest.store.errors import CorruptBlob, StoreDamaged, StoreError
@@ -33,6 +31,8 @@ from memotest.store.outputs import restore_file, restore_outputs
 from memotest.store.portable import loaded, stored
 from memotest.store.records import Record
 from memotest.store.unions import Unions
+from memotest.world.observable import listing_digest, split_listing
+from memotest.world.roots import Roots
 
 #: The folder, beside the targets file, that holds the store.
 STORE_DIR = ".memotest"
@@ -211,7 +211,7 @@ class Store(Unions, Housekeeping):
 
     @property
     def roots(self) -> Roots:
-        """The roots its paths are stored under (:mod:`memotest.roots`)."""
+        """The roots its paths are stored under (:mod:`memotest.world.roots`)."""
         return self._fps.roots
 
     def variant_heads(self, names: Iterable[str]) -> dict[str, list[records.Head]]:

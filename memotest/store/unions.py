@@ -1,7 +1,7 @@
 """The distinct fingerprint ids of many records, remembered: the no-op path's shortcut.
 
 A no-op build checks each *distinct* fingerprint its targets' candidate runs name once
-(:mod:`memotest.plan`). Finding them means merging every candidate's id array: 1,000
+(:mod:`memotest.check.plan`). Finding them means merging every candidate's id array: 1,000
 targets of 2,000 inputs each are 2 million ids, a cost in Python that no amount of
 stat'ing saves. Yet the candidates of a build are usually those of the build before, so
 the union is remembered, under a digest of the candidates' *stored bytes*: each record's

@@ -38,11 +38,11 @@ from typing import TYPE_CHECKING
 
 from memotest.lazy import lazy_module
 from memotest.model import ORDERLESS_PROGRAMS, Incomplete, ProcessInfo, Trace
-from memotest.network import unix_path_not_there
 from memotest.tracer.elf import loads_the_shim, why_untraceable
 from memotest.tracer.listing_reports import Listings, combined
 from memotest.tracer.log import Event
 from memotest.tracer.procwatch import Seen
+from memotest.world.network import unix_path_not_there
 
 if TYPE_CHECKING:
     import psutil

@@ -7,7 +7,7 @@ decided once per file name (:func:`code_watch.project_file`), and the phases are
 filtered by file name in C (``itertools.compress`` over ``map``): a file of 150 tests
 took 170 ms when each code object of each phase went through a Python function. The
 report names each code object once and each phase once; a test's part, its phase's code
-and its fixtures', is made by memotest (``memotest/parts.py``), once per phase.
+and its fixtures', is made by memotest (``memotest/recording/parts.py``), once per phase.
 """
 
 import os
@@ -34,7 +34,7 @@ def phase_report(where):
     ``openers``: what opened (the first caller outside the standard library) or stat'ed
     (``os.stat:`` and it) such a file other than the import system (its code is then not
     all the run depended on). memotest makes each part's code of them
-    (``memotest/parts.py``); whether the code of a file can stand for it is its to decide
+    (``memotest/recording/parts.py``); whether the code of a file can stand for it is its to decide
     (``memotest_pytest/selection.py``)."""
     if not USES:
         return None

@@ -22,11 +22,11 @@ import fnmatch
 import re
 from pathlib import Path
 
-from memotest.config import Project, Settings, find_cycle
 from memotest.errors import ConfigError
 from memotest.hookspecs import hookimpl
+from memotest.load.config import Project, Settings, find_cycle
+from memotest.load.plugins import LoadRequest
 from memotest.model import SourceLocation, Target
-from memotest.plugins import LoadRequest
 from memotest_make import database
 
 SOURCE = "make"

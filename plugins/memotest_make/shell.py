@@ -203,12 +203,12 @@ def memoize(inv: Invocation, environ: Mapping[str, str], front: tuple[str, str] 
     when the front ran this (then what replays or passes is stamped)."""
     assert inv.target is not None
     root = os.path.abspath(inv.root or os.getcwd())
-    from memotest.config import DEFAULT_PASS_ENV
+    from memotest.load.config import DEFAULT_PASS_ENV
 
     patterns = list(dict.fromkeys((*DEFAULT_PASS_ENV, *_extra_patterns(inv, environ))))
 
-    from memotest.config import Settings
     from memotest.errors import UsageError
+    from memotest.load.config import Settings
     from memotest.memo import run_memoized
     from memotest.model import Target
 
@@ -238,7 +238,7 @@ def memoize(inv: Invocation, environ: Mapping[str, str], front: tuple[str, str] 
         return 2
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # before the recipe started (memotest.faults): run it, once
+    except Exception as exc:  # before the recipe started (memotest.drive.faults): run it, once
         print(f"{PROG}: {inv.target}: memotest failed ({exc!r}); ran plainly", file=sys.stderr)
         return exec_plain(inv)
     if not result.streamed:  # a replay; a run was shown as it went

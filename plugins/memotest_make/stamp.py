@@ -31,7 +31,7 @@ matched, below), memotest's version and key sources (stamped paths) and the proc
 state. The front's *context* holds the arguments, the folder and its real path, and the
 process state as the front reads it (``/proc/self/status`` but for the fields that change
 from process to process, ``/proc/self/limits``, the personality, the nice value, the
-machine): a superset of :func:`memotest.keys.process_state` (:data:`COVERS`; a test fails
+machine): a superset of :func:`memotest.check.keys.process_state` (:data:`COVERS`; a test fails
 when the key gains a part it misses). The front passes its context to ``memotest-sh-py``,
 which stamps it as is; the front replays only in an equal context.
 
@@ -59,14 +59,14 @@ from collections.abc import Iterable, Mapping, Sequence
 #: The sub-folder of ``.memotest/`` with one stamp per memoized line.
 STAMPS_DIR = "make-stamps"
 MAGIC = b"memotest-sh stamp 2\n"
-#: As :data:`memotest.fingerprint.RACY_WINDOW_NS` (a test holds them equal).
+#: As :data:`memotest.world.fingerprint.RACY_WINDOW_NS` (a test holds them equal).
 RACY_WINDOW_NS = 2_000_000_000
 #: The kinds whose check depends on the named path alone (``order``: on the mtimes of the
 #: record's own files, which are stamped too). ``glob`` is not: its matches are not named.
 STAMPABLE_KINDS = frozenset(
     {"file", "absent", "dir", "list", "other", "code", "entries", "section", "order", "effect"}
 )
-#: Where each part of :func:`memotest.keys.process_state` is in the front's context
+#: Where each part of :func:`memotest.check.keys.process_state` is in the front's context
 #: (``memotest-sh --front-context``; a test fails when the key gains a part not listed).
 COVERS = {
     "=rlimit_*": "\nlimits\n",
@@ -86,7 +86,7 @@ WATCHED = ("MEMOTEST_*", "MAKEFLAGS", "MFLAGS")
 #: memotest's modules whose change may change a key without a new version (the package's
 #: own ``__init__`` holds the recorder version), and this adapter's sources (relative to
 #: its folder).
-_KEY_MODULES = ("memotest", "memotest.keys", "memotest.config", "memotest.roots")
+_KEY_MODULES = ("memotest", "memotest.check.keys", "memotest.load.config", "memotest.world.roots")
 _OWN_SOURCES = ("shell.py", "makeflags.py", "stamping.py", "stamp.py")
 
 

@@ -11,16 +11,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from memotest import faults
-from memotest.config import Project, Settings
-from memotest.fingerprint import Fingerprint
+from memotest.drive import faults
 from memotest.inputs.check import check
 from memotest.inputs.order import split_order
+from memotest.load.config import Project, Settings
 from memotest.memo import MemoResult
 from memotest.model import Kind, Target
-from memotest.observe import file_states
-from memotest.roots import of as roots_of
+from memotest.run.observe import file_states
 from memotest.store import Record, Store, StoreError
+from memotest.world.fingerprint import Fingerprint
+from memotest.world.roots import of as roots_of
 from memotest_make import stamp
 from memotest_make.makeflags import override_names
 

@@ -48,7 +48,7 @@ from typing import Any, TypeVar, overload
 
 from memotest_pytest.walk import narrowed
 
-from memotest.config import DEFAULT_PASS_ENV, Settings, default_ignore
+from memotest.load.config import DEFAULT_PASS_ENV, Settings, default_ignore
 from memotest.memo import MemoResult, run_memoized
 from memotest.model import SourceLocation, Target
 
@@ -308,7 +308,7 @@ def _run(
             force=force,
             tee=None if silent else getattr(sys.stdout, "buffer", None),
         )
-    except Exception as exc:  # before the command started (memotest.faults): run it, once
+    except Exception as exc:  # before the command started (memotest.drive.faults): run it, once
         logger.warning(
             f"memotest: {type(exc).__name__}: {exc}; running {args[0]} without memoization"
         )

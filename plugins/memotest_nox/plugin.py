@@ -28,11 +28,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from memotest.config import DEFAULT_PASS_ENV, Project, Settings
 from memotest.errors import ConfigError
 from memotest.hookspecs import hookimpl
+from memotest.load.config import DEFAULT_PASS_ENV, Project, Settings
+from memotest.load.plugins import LoadRequest
 from memotest.model import SourceLocation, Target
-from memotest.plugins import LoadRequest
 
 NOXFILE = "noxfile.py"
 #: Variables nox itself reads (NOXSESSION, NOX_DEFAULT_VENV_BACKEND, NO_COLOR, CI decides

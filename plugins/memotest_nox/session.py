@@ -7,7 +7,7 @@ FILE`` says which: each session run with ``"result": "skipped"`` and a ``reason`
 module runs nox with a report in the run's own ``TMPDIR`` (never an input), and when nox
 exited 0 and any session it ran (the named one, or one it ``requires``) was skipped, it
 writes the reasons into ``MEMOTEST_SKIP_FILE``: the target ends ``skipped``, never a pass,
-and is never replayed (:mod:`memotest.runner`). Its exit status is nox's.
+and is never replayed (:mod:`memotest.run.runner`). Its exit status is nox's.
 
 Standard library only: it runs under the tracer, and what it imports is read there.
 """

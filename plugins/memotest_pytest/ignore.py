@@ -10,7 +10,7 @@ is this plugin's ``memotest_ignore``, added to every project's ``ignore``.
 from __future__ import annotations
 
 from memotest.hookspecs import hookimpl
-from memotest.plugins import Config
+from memotest.load.plugins import Config
 
 
 @hookimpl

@@ -44,7 +44,7 @@ import pytest
 from memotest_pytest.collect import ONLY, PART, named_paths
 from memotest_pytest.results import start as record_results
 
-#: The tests of a partial run (``memotest/select.py``'s ``SELECT_ENV``: this plugin runs
+#: The tests of a partial run (``memotest/check/select.py``'s ``SELECT_ENV``: this plugin runs
 #: in the target's interpreter, which may not have memotest).
 SELECT_ENV = "MEMOTEST_SELECT"
 _WANTED = pytest.StashKey[tuple[tuple[str, ...], "Wanted | None"]]()
@@ -143,7 +143,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    """A partial run (``memotest/select.py``: ``MEMOTEST_SELECT``, the ids to run and the
+    """A partial run (``memotest/check/select.py``: ``MEMOTEST_SELECT``, the ids to run and the
     ids memotest knows): keeps, in their order, the tests named, those memotest does not
     know (new) and every test after the first kept (shared state flows forward);
     deselects the others, whose outcomes memotest replays. A part of a file

@@ -25,8 +25,8 @@ from __future__ import annotations
 import shlex
 
 from memotest.hookspecs import hookimpl
+from memotest.load.plugins import Config
 from memotest.model import Target
-from memotest.plugins import Config
 from memotest_pytest.walk import PLUGIN, narrowed, pytest_args_at
 
 #: Characters that make a string command more than one plain command.

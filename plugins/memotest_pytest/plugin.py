@@ -35,12 +35,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memotest.config import DEFAULT_PASS_ENV, Project, Settings
+from memotest.check.select import BENIGN_OPENERS
 from memotest.errors import ConfigError, UsageError
 from memotest.hookspecs import hookimpl
+from memotest.load.config import DEFAULT_PASS_ENV, Project, Settings
+from memotest.load.plugins import Config, LoadRequest
 from memotest.model import SourceLocation, Target
-from memotest.plugins import Config, LoadRequest
-from memotest.select import BENIGN_OPENERS
 from memotest.tracer.warm.pool import WorkerPool
 from memotest_pytest import collect as driver
 from memotest_pytest import split, worker_side
@@ -70,7 +70,7 @@ NARROW_ARGS = ("-p", NARROW)
 
 #: pytest's own code opens and stats test files and conftests (assertion rewriting,
 #: collection, tracebacks), and so does ``narrow`` (is a named path there?): that shapes
-#: reports, not outcomes (``memotest/select.py``).
+#: reports, not outcomes (``memotest/check/select.py``).
 for _own in ("/_pytest/", os.path.join(os.path.dirname(os.path.abspath(__file__)), "")):
     if _own not in BENIGN_OPENERS:
         BENIGN_OPENERS.append(_own)

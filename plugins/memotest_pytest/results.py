@@ -1,4 +1,4 @@
-"""The outcome of each test of a run, for memotest (``memotest/testcases.py``).
+"""The outcome of each test of a run, for memotest (``memotest/run/testcases.py``).
 
 memotest's runner names a file in each run's environment (``MEMOTEST_TEST_RESULTS``, in
 the run's own folder: never an input nor an output of the target). When it is set,
@@ -24,7 +24,7 @@ elements; it writes no file. A file that failed to collect is the one error case
 writes for it. ``LogXML`` is not public API: with a pytest where it cannot be made, the
 entries have no ``junit`` and memotest names them from the node id.
 
-The keys are those of ``memotest.testcases.TestOutcome.as_json``: this module imports
+The keys are those of ``memotest.run.testcases.TestOutcome.as_json``: this module imports
 nothing of memotest, since it runs in the tests' own process.
 """
 
@@ -37,7 +37,7 @@ from typing import Any
 
 import pytest
 
-#: Must be ``memotest.testcases.RESULTS_ENV``.
+#: Must be ``memotest.run.testcases.RESULTS_ENV``.
 RESULTS_ENV = "MEMOTEST_TEST_RESULTS"
 
 #: How bad each outcome is: an item's outcome is the worst of its phases'.

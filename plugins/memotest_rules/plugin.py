@@ -28,11 +28,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from memotest.config import Project, Settings
 from memotest.errors import ConfigError
 from memotest.hookspecs import hookimpl
+from memotest.load.config import Project, Settings
+from memotest.load.plugins import LoadRequest
 from memotest.model import SourceLocation, Target
-from memotest.plugins import LoadRequest
 from memotest_rules.parse import BUILD_NAMES, NOT_BUILT, BuildFile, Rule, Unread, find_build_files
 
 SOURCES = ("rules", "bazel")

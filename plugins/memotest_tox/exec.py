@@ -111,7 +111,7 @@ def run_plainly(spec: Mapping[str, Any], environ: Mapping[str, str]) -> int:
 
 
 def memoized(spec: Mapping[str, Any], environ: dict[str, str]) -> int:
-    from memotest.config import Settings
+    from memotest.load.config import Settings
     from memotest.memo import run_memoized
     from memotest_tox import tox_settings
 

@@ -37,13 +37,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memotest.config import Project, Settings
 from memotest.errors import ConfigError
 from memotest.hookspecs import hookimpl
 from memotest.inputs.readers import UNPARSED, Reader, part_digest
+from memotest.load.config import Project, Settings
+from memotest.load.plugins import LoadRequest
 from memotest.model import SourceLocation, Target
-from memotest.plugins import LoadRequest
-from memotest.report import TargetResult
+from memotest.reporting.report import TargetResult
 from memotest_tox import tox_settings
 from memotest_tox.list_envs import MARK as LIST_MARK
 

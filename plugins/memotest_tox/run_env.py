@@ -7,7 +7,7 @@ it), the same as when the env passed. Its ``--result-json FILE`` says which
 This module runs tox with a result file in the run's own ``TMPDIR`` (never an input),
 passes its output through, and when tox exited 0 and an env was skipped, writes the
 reason into ``MEMOTEST_SKIP_FILE``: the target ends ``skipped``, never a pass, and is
-never replayed (:mod:`memotest.runner`). Its exit status is tox's.
+never replayed (:mod:`memotest.run.runner`). Its exit status is tox's.
 
 Standard library only: it runs under the tracer, and what it imports is read there.
 """

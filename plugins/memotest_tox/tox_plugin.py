@@ -121,7 +121,7 @@ def tox_before_run_commands(tox_env: ToxEnv) -> None:
         "python": sys.executable,
         "python_flags": python_flags(),
         "sets": sets,
-        # tox empties it before the commands: the run's own workspace (memotest/scratch.py)
+        # tox empties it before the commands: the run's own workspace (memotest/run/scratch.py)
         "scratch": [str(Path(tox_env.conf["env_tmp_dir"]).absolute())],
         "ignore_errors": bool(tox_env.conf["ignore_errors"]),
         "retry": int(_get(tox_env, "commands_retry", 0) or 0),

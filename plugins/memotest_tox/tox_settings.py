@@ -2,7 +2,7 @@
 
 A tox user has no ``memotest.toml`` (with one, memotest would load it instead of
 ``tox.ini``), so the one setting a tox env may need, ``services`` (the endpoints outside
-the env whose data the user vouches never changes a result: ``memotest/services.py``), is
+the env whose data the user vouches never changes a result: ``memotest/world/services.py``), is
 read from ``tox.ini`` itself, as other tools' sections are::
 
     [memotest]
@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memotest.errors import ConfigError
-from memotest.services import check_services
+from memotest.world.services import check_services
 
 SECTION = "memotest"
 #: What a tox user declares an endpoint with, in the words of a note.

@@ -21,8 +21,8 @@ import pytest
 from memotest_make import stamp
 from test_make import make, runs, write
 
-from memotest.fingerprint import RACY_WINDOW_NS
-from memotest.keys import process_state
+from memotest.check.keys import process_state
+from memotest.world.fingerprint import RACY_WINDOW_NS
 
 PY = sys.executable
 AGE_S = RACY_WINDOW_NS / 1e9 + 0.2

@@ -3,7 +3,7 @@
 Under every driver (``memotest build``, the tox plugin, the nox helper, make's
 ``memotest-sh``), real processes and the real tools: ``MEMOTEST_INJECT_FAULT`` makes
 memotest fail where it really would (reading the trace, storing the record, reporting
-the result; :mod:`memotest.faults`). The command must run exactly once (a counter file
+the result; :mod:`memotest.drive.faults`). The command must run exactly once (a counter file
 outside the project says so), its exit status and output are the result, shown once,
 the reason ("memotest could not record") is printed without a traceback, and nothing is
 cached. A failure *before* the command started runs it plainly, once.

@@ -449,7 +449,7 @@ def test_example_project_lint_env_is_memoized(tmp_path):
 
 
 def test_a_copy_of_the_project_with_its_tox_envs_replays(proj, tmp_path):
-    """Portable records (``memotest/roots.py``): the env under ``.tox/`` is in the project
+    """Portable records (``memotest/world/roots.py``): the env under ``.tox/`` is in the project
     root, so the command (its python, the seq argument) and the variables tox sets
     (``PATH``, ``VIRTUAL_ENV``, ``TOX_ENV_DIR``) are keyed as ``@project/...``."""
     root, counter = proj
@@ -514,7 +514,7 @@ def pytest_env(tmp_path: Path, counter: Path, commands: str) -> Path:
 def test_pytest_basetemp_in_env_tmp_dir_replays_on_the_second_run(tmp_path):
     """tox empties ``env_tmp_dir`` before the commands; pytest removes its basetemp, makes
     it again and looks for its ``test_acurrent`` link before making it. That folder is the
-    run's own (memotest/scratch.py): the second run replays."""
+    run's own (memotest/run/scratch.py): the second run replays."""
     counter = tmp_path / "counter"
     cmd = "python -m pytest -q -p no:cacheprovider --basetemp={env_tmp_dir} tests"
     root = pytest_env(tmp_path, counter, cmd)

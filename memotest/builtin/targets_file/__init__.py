@@ -2,7 +2,7 @@
 
 The data flow: the file is found (:func:`find_targets_file`), its text read into data with
 the line of every key (:mod:`.syntax`), and the data checked and made into a
-:class:`~memotest.config.Project` (:mod:`.check`, with ``foreach`` groups expanded by
+:class:`~memotest.load.config.Project` (:mod:`.check`, with ``foreach`` groups expanded by
 :mod:`.foreach`). Every mistake is a :class:`ConfigError` naming the file and the line.
 """
 
@@ -12,10 +12,10 @@ from pathlib import Path
 
 from memotest.builtin.targets_file.check import Checker
 from memotest.builtin.targets_file.syntax import parse
-from memotest.config import Project
 from memotest.errors import ConfigError
 from memotest.hookspecs import hookimpl
-from memotest.plugins import LoadRequest
+from memotest.load.config import Project
+from memotest.load.plugins import LoadRequest
 
 FILE_NAMES = ("memotest.toml", "memotest.yaml", "memotest.yml")
 SUFFIXES = (".toml", ".yaml", ".yml")

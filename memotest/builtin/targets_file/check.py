@@ -15,11 +15,11 @@ from typing import Any
 
 from memotest.builtin.targets_file import foreach
 from memotest.builtin.targets_file.syntax import Lines
-from memotest.config import Project, Settings, find_cycle, parse_size, target_problems
 from memotest.errors import ConfigError
+from memotest.load.config import Project, Settings, find_cycle, parse_size, target_problems
 from memotest.model import SourceLocation, Target
-from memotest.roots import load_roots
-from memotest.services import check_services
+from memotest.world.roots import load_roots
+from memotest.world.services import check_services
 
 SETTINGS_KEYS = {
     "jobs",

@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any
 
 import memotest.worker
-from memotest import plugins
+from memotest.load import plugins
 
 #: The worker's own modules, each after those it imports.
 MODULES = (

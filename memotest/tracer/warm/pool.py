@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable
 
 from memotest._executed import extension_path
-from memotest.plugins import Config
+from memotest.load.plugins import Config
 from memotest.tracer.warm.preload import PreloadBook
 from memotest.tracer.warm.remote import RemoteProcess
 from memotest.tracer.warm.spec import WarmSpec

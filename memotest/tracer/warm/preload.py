@@ -83,7 +83,7 @@ class PreloadBook:
     written back (merged with what another build wrote meanwhile) by :meth:`save`."""
 
     def __init__(self, config: Any = None) -> None:
-        #: The command line's ``memotest.plugins.Config``, for the hooks (None: none).
+        #: The command line's ``memotest.load.plugins.Config``, for the hooks (None: none).
         self.config = config
         self._lock = threading.Lock()
         self._hints: dict[tuple[str, str], _Hints] = {}

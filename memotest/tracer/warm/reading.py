@@ -28,7 +28,7 @@ class WarmReading:
 
 def read_report(report: dict[str, Any], config: Any = None) -> WarmReading:
     """What the plugins read in ``report``, taken together."""
-    from memotest import plugins
+    from memotest.load import plugins
 
     readings = plugins.call("memotest_warm_report", config=config, report=report)
     found = [r for r in readings if r is not None]

@@ -14,9 +14,9 @@ PER_RUN_ENV = (
     "TEMP",
     "MEMOTEST_TRACE_DIR",
     "MEMOTEST_SHIM",
-    "MEMOTEST_SKIP_FILE",  # memotest/runner.py
-    "MEMOTEST_TEST_RESULTS",  # memotest/testcases.py
-    "MEMOTEST_SELECT",  # memotest/select.py: the tests a partial run runs
+    "MEMOTEST_SKIP_FILE",  # memotest/run/runner.py
+    "MEMOTEST_TEST_RESULTS",  # memotest/run/testcases.py
+    "MEMOTEST_SELECT",  # memotest/check/select.py: the tests a partial run runs
 )
 
 

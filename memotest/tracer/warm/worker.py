@@ -87,7 +87,7 @@ class Worker:
         from memotest.tracer.run import TracedRun  # run.py imports this package
 
         self.spec = spec
-        #: The command line's ``memotest.plugins.Config``, for the hooks (None: none).
+        #: The command line's ``memotest.load.plugins.Config``, for the hooks (None: none).
         self.config = config
         #: Modules imported after ``spec.modules`` (``preload.py``); ``refused`` names
         #: those whose import warned, printed, started a thread or read the project's

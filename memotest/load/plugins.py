@@ -36,8 +36,8 @@ from typing import Any
 import pluggy
 
 from memotest import hookspecs
-from memotest.entrypoints import entry_points  # importlib.metadata's, without importing it
 from memotest.errors import UsageError
+from memotest.load.entrypoints import entry_points  # importlib.metadata's, without importing it
 
 BUILTIN = (
     "memotest.builtin.targets_file",

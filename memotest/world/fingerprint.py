@@ -48,7 +48,7 @@ from typing import Any, NamedTuple
 import xxhash
 
 from memotest.model import Input, Kind, StatSig
-from memotest.observable import dir_digest, entry_letter, file_digest, listing_digest
+from memotest.world.observable import dir_digest, entry_letter, file_digest, listing_digest
 
 #: Timestamps this close to ``verified_ns`` (or later) can't be trusted: 2 s covers the
 #: coarsest common file systems (FAT's 2 s mtime, 1 s on ext3/HFS+/some NFS servers).
@@ -162,7 +162,7 @@ class FileStates:
         self.skip_entry = skip_entry
         #: Reads a blob of the store's CAS by its digest: what the digests of some kinds
         #: name (set by the build; without it, those fingerprints never hold); ``local``
-        #: makes a path stored in such a blob this machine's (:mod:`memotest.roots`).
+        #: makes a path stored in such a blob this machine's (:mod:`memotest.world.roots`).
         self.blobs: Callable[[str], bytes] | None = None
         self.local: Callable[[str], str] = str
         #: What the input kinds derive, per build (a compiled file by path), by kind name.

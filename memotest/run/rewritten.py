@@ -19,11 +19,11 @@ import os
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from memotest.fingerprint import FileStates, Fingerprint
 from memotest.inputs.readers import UNPARSED, reader_for
 from memotest.inputs.section import as_section, part_of
 from memotest.model import Kind, Trace
 from memotest.store import Record
+from memotest.world.fingerprint import FileStates, Fingerprint
 
 
 class Before(NamedTuple):
@@ -38,7 +38,7 @@ def snapshot(
     record: Record | None, states: FileStates, cwd: str | None = None
 ) -> dict[str, Before]:
     """Before a run: the files the target's last run read and then wrote, so that
-    :func:`memotest.record.make_record` can tell whether this run left them as they were;
+    :func:`memotest.recording.record.make_record` can tell whether this run left them as they were;
     and the index of the git work tree ``cwd`` is in, which any ``git status`` of the
     run may refresh (a fresh clone's first run included)."""
     out: dict[str, Before] = {}

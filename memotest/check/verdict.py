@@ -1,11 +1,11 @@
 """The verdict on one target, fresh or stale, and the words that say why it is stale.
 
-:mod:`memotest.plan` decides; this module holds what it decides (:class:`Fresh`,
+:mod:`memotest.check.plan` decides; this module holds what it decides (:class:`Fresh`,
 :class:`Stale`, every ``Stale.kind`` in :data:`STALE_KINDS`) and how each reason is
 worded: by the key (no file system access: :func:`stale_by_key`), by the result of the
 run that holds (:func:`stale_by_result`), or by the inputs that changed
 (:func:`why_changed`, and :func:`describe_all` for ``explain -v``). The order of
-precedence of the reasons is in :mod:`memotest.plan`'s docstring.
+precedence of the reasons is in :mod:`memotest.check.plan`'s docstring.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memotest.fingerprint import FileStates
-from memotest.holds import Checker
+from memotest.check.holds import Checker
+from memotest.check.keys import TargetKey
+from memotest.check.shaping import withdrawn
 from memotest.inputs.check import describe_change
 from memotest.inputs.registry import kind_of
-from memotest.keys import TargetKey
 from memotest.model import Target
-from memotest.shaping import withdrawn
 from memotest.store import FpRow, InputList, Record
+from memotest.world.fingerprint import FileStates
 
 #: Every ``Stale.kind``.
 STALE_KINDS = (

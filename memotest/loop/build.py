@@ -6,12 +6,12 @@ targets whose predecessors have all finished are released (and checked again if 
 those ran: it may have rewritten what they read); the command runner settles each one
 (replays a fresh one, or in a dry run reports it) or it becomes ready; the loop starts
 what may start and reaps what finished. Every target goes through the same
-:class:`~memotest.step.Step` as a command memoized from another tool. Finished runs are
+:class:`~memotest.drive.step.Step` as a command memoized from another tool. Finished runs are
 turned into records in this thread: SQLite is only touched here.
 
-Where the rest lives: :mod:`memotest.build_queue` (waiting, ready, done),
-:mod:`memotest.command_runner` (threads, ``-j``, ``exclusive``, make's jobserver; the dry
-run), :mod:`memotest.conflicts` (order edges, hazard re-runs), :mod:`memotest.audit`.
+Where the rest lives: :mod:`memotest.loop.build_queue` (waiting, ready, done),
+:mod:`memotest.loop.command_runner` (threads, ``-j``, ``exclusive``, make's jobserver; the dry
+run), :mod:`memotest.loop.conflicts` (order edges, hazard re-runs), :mod:`memotest.loop.audit`.
 """
 
 from __future__ import annotations
@@ -24,20 +24,21 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memotest import plugins, schedule
-from memotest.audit import Audit
-from memotest.build_queue import BuildQueue
-from memotest.command_runner import CommandRunner, DryRunCommandRunner, RealCommandRunner
-from memotest.config import Project
-from memotest.conflicts import Conflicts
+from memotest.check.plan import Fresh, Stale
+from memotest.drive.step import Step
 from memotest.errors import UsageError
+from memotest.load import plugins
+from memotest.load.config import Project
+from memotest.load.plugins import Config
+from memotest.loop import schedule
+from memotest.loop.audit import Audit
+from memotest.loop.build_queue import BuildQueue
+from memotest.loop.command_runner import CommandRunner, DryRunCommandRunner, RealCommandRunner
+from memotest.loop.conflicts import Conflicts
 from memotest.model import Target
-from memotest.observe import file_states
-from memotest.plan import Fresh, Stale
-from memotest.plugins import Config
-from memotest.report import Summary, TargetResult
-from memotest.runner import Runner
-from memotest.step import Step
+from memotest.reporting.report import Summary, TargetResult
+from memotest.run.observe import file_states
+from memotest.run.runner import Runner
 from memotest.store import Record, Store
 from memotest.tracer.warm.pool import WorkerPool
 from memotest.tracer.warm.spec import WarmSpec

@@ -4,7 +4,7 @@ shim writes.
 A socket's answers come from whoever is at the other end. A server the target's own tree
 started is part of the run; any other (a developer's Postgres on ``127.0.0.1:5432``,
 ``/var/run/docker.sock``, a host on the network) holds data that can change between two
-builds without any file memotest fingerprints changing (``memotest/network.py`` decides
+builds without any file memotest fingerprints changing (``memotest/world/network.py`` decides
 which the tree served). An endpoint the user names in ``services`` is vouched for: its
 data never changes the result.
 

@@ -26,7 +26,7 @@ an input the current settings note, so such a record is stale, and ``explain`` n
 setting ("the settings that shape records changed: ignore").
 
 ``pass_env`` needs no token: which variables it passes, and their values, are the
-environment key (:func:`memotest.keys.env_key`).
+environment key (:func:`memotest.check.keys.env_key`).
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ import inspect
 import json
 from collections.abc import Iterable, Sequence
 
-from memotest import plugins
-from memotest.config import Settings
 from memotest.inputs.readers import Reader, registered
+from memotest.load import plugins
+from memotest.load.config import Settings
 from memotest.model import Input, Kind
 
 #: The groups of tokens, in the order ``explain`` names them, with the setting's name.
@@ -53,7 +53,7 @@ _CODE_LEVEL = (Kind.CODE.value, Kind.ENTRIES.value, Kind.SECTION.value)
 
 
 def _digest(data: bytes | str) -> str:
-    from memotest.keys import digest
+    from memotest.check.keys import digest
 
     return digest(data)[:16]
 

@@ -1,6 +1,6 @@
 """A build's conflicts: the order edges that keep known ones apart, and the hazards found.
 
-The rules are :mod:`memotest.schedule`'s; this is where a build applies them. Before the
+The rules are :mod:`memotest.loop.schedule`'s; this is where a build applies them. Before the
 loop, :meth:`Conflicts.order_edges` turns the last records of the targets that may run
 (and the edges learned from past hazards) into order edges. During it, each finished run
 is noted with what it read and wrote. After it, :meth:`Conflicts.rerun_hazards` finds the
@@ -18,11 +18,12 @@ from __future__ import annotations
 import os
 import stat
 
-from memotest import plugins, schedule
+from memotest.check.plan import Fresh, Stale
+from memotest.drive.step import Step
+from memotest.load import plugins
+from memotest.loop import schedule
 from memotest.model import Outcome, Target, Trace
-from memotest.plan import Fresh, Stale
-from memotest.report import Summary
-from memotest.step import Step
+from memotest.reporting.report import Summary
 from memotest.store import Record, Store
 
 

@@ -1,6 +1,6 @@
 """What the build loop hands its targets to: runs them, or, in a dry run, says it would.
 
-As in ninja's ``Builder::Build``, the loop (:meth:`memotest.build.Build.run`) starts what
+As in ninja's ``Builder::Build``, the loop (:meth:`memotest.loop.build.Build.run`) starts what
 may start and reaps what finished, through a command runner:
 
 * :class:`RealCommandRunner` replays a fresh target and runs a stale one in a thread of
@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memotest import faults
-from memotest.jobserver import Jobserver
+from memotest.check.plan import Fresh, Stale
+from memotest.drive import faults
+from memotest.drive.step import Step
 from memotest.lazy import lazy_module
+from memotest.loop.jobserver import Jobserver
 from memotest.model import Outcome, Target
-from memotest.plan import Fresh, Stale
-from memotest.report import TargetResult
-from memotest.step import Step
+from memotest.reporting.report import TargetResult
 from memotest.store import Store
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ class RealCommandRunner:
         return reaped
 
     def _unstarted(self, target: Target, exc: Exception) -> Outcome:
-        """The outcome of a target memotest failed to start (:mod:`memotest.faults`; once
+        """The outcome of a target memotest failed to start (:mod:`memotest.drive.faults`; once
         the command started, the runner keeps its result whatever fails)."""
         where = faults.log(self.step.root, f"running {target.name}", exc)
         tail = f" (traceback in {where})" if where else ""

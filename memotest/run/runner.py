@@ -29,8 +29,8 @@ from typing import BinaryIO
 
 from memotest.errors import inject
 from memotest.model import Outcome, Target, Trace
-from memotest.scratch import make_fresh
-from memotest.testcases import RESULTS_ENV, read_results
+from memotest.run.scratch import make_fresh
+from memotest.run.testcases import RESULTS_ENV, read_results
 from memotest.tracer.run import TracedRun
 from memotest.tracer.warm.pool import WorkerPool
 from memotest.tracer.warm.remote import RemoteProcess
@@ -77,7 +77,7 @@ class Runner:
         os.mkdir(tmpdir)
         log_path = os.path.join(work, "log")
         skip_file = os.path.join(work, "skip")
-        # The run's per-test results (memotest/testcases.py): in its own folder, so
+        # The run's per-test results (memotest/run/testcases.py): in its own folder, so
         # never an input, an output nor shared with another run.
         results = os.path.join(work, "tests.jsonl")
         per_run = {SKIP_FILE: skip_file, RESULTS_ENV: results}
@@ -206,7 +206,7 @@ class Runner:
     ) -> Outcome:
         """The outcome of a run whose trace memotest failed to read: the command's own
         exit status, no trace (so no record), and the failure to report
-        (:mod:`memotest.faults`)."""
+        (:mod:`memotest.drive.faults`)."""
         with contextlib.suppress(Exception):  # what it left running, as finish() would
             traced.kill()
         code = traced.proc.returncode if traced.proc is not None else None

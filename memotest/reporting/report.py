@@ -9,13 +9,13 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from memotest.testcases import TestOutcome
-from memotest.textsafe import printable
+from memotest.reporting.textsafe import printable
+from memotest.run.testcases import TestOutcome
 
 if TYPE_CHECKING:
     import xml.etree.ElementTree as ET
 
-    from memotest.shard import ShardPlan
+    from memotest.loop.shard import ShardPlan
 
 # xml.etree is imported by the JUnit writer, which few builds use (every build imports this).
 
@@ -34,18 +34,18 @@ class TargetResult:
     log: bytes = b""
     flaky: bool = False
     note: str | None = None  #: e.g. why a passing result was not cached
-    #: memotest itself failed after the command ran (:mod:`memotest.faults`): ``note``
+    #: memotest itself failed after the command ran (:mod:`memotest.drive.faults`): ``note``
     #: says how, and is shown without ``-v``.
     fault: bool = False
     #: This result replaces the one reported before for the same target in this build (a
     #: replay run again once a run wrote what it read): the summary and the reports hold
     #: the target once, with this result; a plugin counting results should too.
     replaces: bool = False
-    #: The outcome of each test the target ran (``memotest/testcases.py``; ``cached`` on
+    #: The outcome of each test the target ran (``memotest/run/testcases.py``; ``cached`` on
     #: a replay), None when it reported none.
     tests: list[TestOutcome] | None = None
     #: ``--select tests``: how many of its tests the run ran, of how many (the others'
-    #: outcomes replayed: :mod:`memotest.select`), or None when it ran them all.
+    #: outcomes replayed: :mod:`memotest.check.select`), or None when it ran them all.
     selected: tuple[int, int] | None = None
     #: Why the run kept its Python files whole where it could have noted them by the
     #: code that ran (``Trace.code_whole``; shown with ``build -v``), else None.
@@ -143,7 +143,7 @@ def write_json(summary: Summary, path: str) -> None:
 def write_junit(summary: Summary, path: str) -> None:
     """JUnit XML as Jenkins, GitLab and GitHub test reporters read it.
 
-    A target that reported its tests (``memotest/testcases.py``: a ``--pytest`` target)
+    A target that reported its tests (``memotest/run/testcases.py``: a ``--pytest`` target)
     is one test case per test, as its test runner's own JUnit XML writes them (pytest's
     names, failures, errors and skips), each with a property ``memotest.cached``
     (``true`` when replayed). Any other target is one test case: cached ones pass with a

@@ -7,7 +7,7 @@ but ``/dev/shm``, already dropped by the tracer, which names the files reached t
 them), the store, the target's private TMPDIR, or matches an
 ``ignore`` pattern. Which paths of a trace are inputs of which kind, each kind says
 (``memotest/inputs/``). A result is not reusable when the trace is incomplete, when the
-target used the network beyond the servers its own tree started (``memotest/services.py``:
+target used the network beyond the servers its own tree started (``memotest/world/services.py``:
 an endpoint it did not serve and the user did not declare in ``services``) or deleted a
 file it did not create.
 
@@ -23,14 +23,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from memotest.fingerprint import FileStates
 from memotest.inputs.registry import KINDS
 from memotest.model import Kind, Trace
-from memotest.network import network_reasons
 from memotest.store import STORE_DIR
+from memotest.world.fingerprint import FileStates
+from memotest.world.network import network_reasons
 
 if TYPE_CHECKING:
-    from memotest.config import Project
+    from memotest.load.config import Project
 
 
 @dataclass

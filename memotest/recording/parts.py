@@ -29,10 +29,10 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memotest.fingerprint import FileStates, Fingerprint
 from memotest.inputs.code import Tree, _memo, code_tree
 from memotest.model import Trace
 from memotest.worker.codes import cache_tag, qualname
+from memotest.world.fingerprint import FileStates, Fingerprint
 
 if TYPE_CHECKING:
     from memotest.store import Store

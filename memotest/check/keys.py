@@ -20,14 +20,14 @@ secrets and are kept in clear.
 
 The signals a terminal session ignores (``SIGHUP`` under ``nohup``, ``SIGINT`` and
 ``SIGQUIT`` in a background job) are set to their default for every run too, and so are
-not keyed: :mod:`memotest.signals`.
+not keyed: :mod:`memotest.run.signals`.
 
 Portable keys: the same target in a copy of the project at another path has the same key.
-Every path in the key is taken under the project's roots (:mod:`memotest.roots`): the
+Every path in the key is taken under the project's roots (:mod:`memotest.world.roots`): the
 folder (``@project/sub``), the paths in the command, the declared env and inputs, and in
 the values of the passed variables (``PATH=@venv/bin:/usr/bin``) before they are hashed,
 each with its ``..`` resolved first where that is sound (``$PWD/../elsewhere`` is outside
-the project: absolute, :func:`memotest.roots.sound_normpath`); the roots' names are keyed
+the project: absolute, :func:`memotest.world.roots.sound_normpath`); the roots' names are keyed
 (``=roots``). The ids stay keyed as they are (a test can read
 them, and root skips permission checks): see ``docs/limits.md``.
 """
@@ -44,9 +44,9 @@ from dataclasses import dataclass
 
 import xxhash
 
-from memotest.config import Settings
+from memotest.load.config import Settings
 from memotest.model import Target
-from memotest.roots import Roots
+from memotest.world.roots import Roots
 
 
 def _same(text: str) -> str:
@@ -60,7 +60,7 @@ class TargetKey:
     definition: dict[str, object]
     env_hash: str
     env: dict[str, str | None]
-    #: The settings that may shape what a record holds (:func:`memotest.shaping.granted`);
+    #: The settings that may shape what a record holds (:func:`memotest.check.shaping.granted`);
     #: None when unknown (records of another tool, taken as recorded).
     shaping: frozenset[str] | None = None
 
@@ -190,8 +190,8 @@ def target_key(
     roots: Roots | None = None,
 ) -> TargetKey:
     """``env`` is :func:`env_key`'s result (with the same ``roots``) when the caller
-    already has it; ``shaping`` is :func:`memotest.shaping.granted`'s; ``roots`` the
-    project's (:mod:`memotest.roots`), which make the key the same at another path."""
+    already has it; ``shaping`` is :func:`memotest.check.shaping.granted`'s; ``roots`` the
+    project's (:mod:`memotest.world.roots`), which make the key the same at another path."""
     d = definition(target, roots)
     if settings.services:
         d["services"] = sorted(settings.services)

@@ -1,16 +1,16 @@
 """The targets of a build on their way: waiting for their predecessors, ready, done.
 
 A target's predecessors are its ``needs`` and the targets an order edge puts before it
-(:mod:`memotest.conflicts`). It leaves the waiting set once they have all finished: only
+(:mod:`memotest.loop.conflicts`). It leaves the waiting set once they have all finished: only
 then is it checked, since a predecessor that ran may have rewritten what it reads. Ready
 targets (checked and stale) start in order of urgency: those whose last run did not pass
 or that never ran first, then those with the longest chain of work behind them
-(:func:`memotest.schedule.priorities`), then the serial order.
+(:func:`memotest.loop.schedule.priorities`), then the serial order.
 """
 
 from __future__ import annotations
 
-from memotest import schedule
+from memotest.loop import schedule
 from memotest.model import Target
 from memotest.store import Record
 

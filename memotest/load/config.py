@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memotest import plugins
 from memotest.errors import ConfigError, UsageError
+from memotest.load import plugins
 from memotest.model import Target, output_problem
 
 _SIZE_UNITS = {
@@ -92,10 +92,10 @@ class Settings:
     pass_env: tuple[str, ...] = DEFAULT_PASS_ENV
     ignore: tuple[str, ...] = field(default_factory=default_ignore)
     #: Endpoints outside the target's tree whose data the user vouches never changes a
-    #: result (``memotest/services.py``); part of every target's key.
+    #: result (``memotest/world/services.py``); part of every target's key.
     services: tuple[str, ...] = ()
     #: The roots the user names besides the project's (``name -> absolute path``):
-    #: records are relative to them (:mod:`memotest.roots`).
+    #: records are relative to them (:mod:`memotest.world.roots`).
     roots: dict[str, str] = field(default_factory=dict)
     #: The store's size bound in bytes (:mod:`memotest.store.gc`): past it, the least
     #: recently used recorded runs are evicted.
@@ -109,7 +109,7 @@ class Settings:
     #: The most bytes of one answer of the remote that are read (a bigger one is refused).
     remote_max_answer: int | None = None
     #: ``"tests"``: a stale test file runs only the tests whose result could have changed
-    #: (:mod:`memotest.select`); ``"files"``: whole. ``build --select`` wins over it.
+    #: (:mod:`memotest.check.select`); ``"files"``: whole. ``build --select`` wins over it.
     select: str = "files"
 
 

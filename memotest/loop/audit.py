@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 import random
 
-from memotest.plan import Fresh, Stale
-from memotest.report import Summary, TargetResult
+from memotest.check.plan import Fresh, Stale
+from memotest.reporting.report import Summary, TargetResult
 from memotest.store import Record
 
 

@@ -1,18 +1,18 @@
 """The step every target takes, whoever drives it: check, snapshot, run, record, or replay.
 
-Both drivers go through it: ``memotest build`` (:mod:`memotest.build`, many targets, some
+Both drivers go through it: ``memotest build`` (:mod:`memotest.loop.build`, many targets, some
 at once) and :func:`memotest.memo.run_memoized` (one command, from inside another tool or
 a plugin's loader). A :class:`Step` holds what the targets of one driver share (the
 settings, the environment they are keyed by, the file-system snapshot, the runner) and
 takes a target at a time:
 
-* :meth:`Step.check`: fresh or stale (:func:`memotest.plan.plan`; in one batch, so that
+* :meth:`Step.check`: fresh or stale (:func:`memotest.check.plan.plan`; in one batch, so that
   a no-op build validates each distinct path once);
 * :meth:`Step.replay`: a fresh target's declared outputs restored, its log read back (or
   None when the store cannot give them back: a damaged blob never yields a hit, the
   target runs instead);
 * :meth:`Step.snapshot`: before a stale target runs, the files its last run read and then
-  rewrote, as they are now (:func:`memotest.rewritten.snapshot`);
+  rewrote, as they are now (:func:`memotest.run.rewritten.snapshot`);
 * :meth:`Step.run`: the target under the tracer (``memotest_before_target`` first; a
   ``flaky`` target is tried again while it fails);
 * :meth:`Step.record`: the run's record put into the store;
@@ -23,7 +23,7 @@ takes a target at a time:
 
 Whatever fails inside memotest once a target's command ran (reading its trace, recording,
 storing, uploading) never undoes the run: the result stands, not cached, with the reason
-(:meth:`Step.record`, :mod:`memotest.faults`), so no caller runs it twice.
+(:meth:`Step.record`, :mod:`memotest.drive.faults`), so no caller runs it twice.
 
 The store is an argument of each method rather than held: ``run_memoized`` holds the
 store's lock only while checking and while recording, never while the command runs, so
@@ -40,25 +40,26 @@ from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
-from memotest import faults, plugins
-from memotest import keys as keymod
-from memotest.config import Settings
-from memotest.fingerprint import FileStates
-from memotest.keys import TargetKey
+from memotest.check import keys as keymod
+from memotest.check.keys import TargetKey
+from memotest.check.plan import Fresh, Stale, plan
+from memotest.check.select import Selection, decide, merge_record, merge_tests
+from memotest.check.shaping import granted
+from memotest.drive import faults
+from memotest.load import plugins
+from memotest.load.config import Settings
+from memotest.load.plugins import Config
 from memotest.model import Outcome, Target
-from memotest.observe import Ignore
-from memotest.plan import Fresh, Stale, plan
-from memotest.plugins import Config
-from memotest.record import make_record
-from memotest.report import TargetResult
-from memotest.rewritten import Before, snapshot
-from memotest.roots import of as roots_of
-from memotest.runner import Runner
-from memotest.select import Selection, decide, merge_record, merge_tests
-from memotest.shaping import granted
+from memotest.recording.record import make_record
+from memotest.reporting.report import TargetResult
+from memotest.run.observe import Ignore
+from memotest.run.rewritten import Before, snapshot
+from memotest.run.runner import Runner
+from memotest.run.testcases import TestOutcome
+from memotest.run.testcases import decode as decode_tests
 from memotest.store import STORE_DIR, Record, Store, StoreError
-from memotest.testcases import TestOutcome
-from memotest.testcases import decode as decode_tests
+from memotest.world.fingerprint import FileStates
+from memotest.world.roots import of as roots_of
 
 #: How many times a ``flaky`` target runs before its failure stands.
 FLAKY_ATTEMPTS = 3
@@ -89,9 +90,9 @@ class Step:
         self.environ = os.environ if environ is None else environ
         self.force = force
         #: Whether records hold what each run left at the paths it wrote under the roots
-        #: (:func:`memotest.record.effects`): a memoized command's (``run_memoized``).
+        #: (:func:`memotest.recording.record.effects`): a memoized command's (``run_memoized``).
         self.effects = effects
-        #: The roots records and keys are relative to (:mod:`memotest.roots`).
+        #: The roots records and keys are relative to (:mod:`memotest.world.roots`).
         self.roots = roots_of(root, settings.roots)
         self.env = keymod.env_key(settings, self.environ, self.roots)  # the same for all
         self.store_dir = str(root / STORE_DIR)
@@ -101,10 +102,10 @@ class Step:
         code_level = not getattr(config.options, "whole_files", False) and (
             pool is None or bool(getattr(pool, "code_level", True))
         )
-        #: What may shape this build's records (:mod:`memotest.shaping`).
+        #: What may shape this build's records (:mod:`memotest.check.shaping`).
         self.shaping = granted(settings, code_level=code_level)
         #: ``--select tests``: a stale test file runs only the tests whose result could
-        #: have changed (:mod:`memotest.select`); per target about to run so, which.
+        #: have changed (:mod:`memotest.check.select`); per target about to run so, which.
         choice = getattr(config.options, "select", None) or settings.select
         self.select_tests = code_level and choice == "tests"
         self.selections: dict[str, Selection] = {}
@@ -158,7 +159,7 @@ class Step:
 
     def choose(self, target: Target, verdict: Verdict | None, store: Store | None) -> None:
         """Before a stale ``target`` runs: with ``--select tests``, which of its tests
-        (:func:`memotest.select.decide`; all when that is not confined to some)."""
+        (:func:`memotest.check.select.decide`; all when that is not confined to some)."""
         self.selections.pop(target.name, None)
         sel = self.selection(target, verdict, store)
         if sel is not None:
@@ -282,7 +283,7 @@ class Step:
         return self.roots.portable(path) != path
 
     def merged(self, sel: Selection, rec: Record, store: Store) -> Record:
-        """The record of a partial run made whole (:func:`memotest.select.merge_record`);
+        """The record of a partial run made whole (:func:`memotest.check.select.merge_record`);
         one that cannot be is not reusable, saying why."""
         merged, why = merge_record(sel, rec, self.states, store)
         if why is None:
@@ -299,7 +300,7 @@ class Step:
     def report_to(config: Config, root: Path | None, target: Target, result: TargetResult) -> None:
         """``memotest_after_target``. A plugin that fails there (the terminal reporter
         included) does not undo the result, nor stop a build: one line on stderr, also
-        added to ``result.note``; the traceback logged (:mod:`memotest.faults`)."""
+        added to ``result.note``; the traceback logged (:mod:`memotest.drive.faults`)."""
         try:
             faults.inject("report")
             plugins.call("memotest_after_target", config=config, target=target, result=result)

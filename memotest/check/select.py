@@ -1,7 +1,7 @@
 """Test-level selection: a stale test-file target runs only the tests whose result could
 have changed, and replays the others' outcomes (``build --select tests``).
 
-A record whose run labelled its parts (``Record.parts``, ``memotest/parts.py``: per test
+A record whose run labelled its parts (``Record.parts``, ``memotest/recording/parts.py``: per test
 the code it and every fixture of its closure ran, and the code that ran outside every
 test, at import and collection) and reported each test's outcome (``Record.tests_digest``)
 can be run in part. :func:`decide` says which tests, from the record that failed to hold:
@@ -30,15 +30,15 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from memotest.fingerprint import FileStates, Fingerprint
+from memotest.check.keys import TargetKey
+from memotest.check.shaping import withdrawn
 from memotest.inputs.code import _memo, code_tree
 from memotest.inputs.registry import begin_check, verifiers
-from memotest.keys import TargetKey
 from memotest.model import Kind
-from memotest.shaping import withdrawn
+from memotest.run.testcases import TestOutcome, decode, encode
 from memotest.store import Record, Store
-from memotest.testcases import TestOutcome, decode, encode
 from memotest.worker.codes import cache_tag
+from memotest.world.fingerprint import FileStates, Fingerprint
 
 #: The variable naming the tests a partial run runs (JSON: ``{"run": [id, ...], "known":
 #: [id, ...]}``); never part of a target's key.

@@ -1,6 +1,6 @@
 """Which recorded fingerprints hold now: the no-op build's hot loop.
 
-The planner (:mod:`memotest.plan`) gives a :class:`Checker` the *distinct* fingerprint ids
+The planner (:mod:`memotest.check.plan`) gives a :class:`Checker` the *distinct* fingerprint ids
 its candidate runs name (their union, remembered by the store between builds:
 :mod:`memotest.store.unions`), and each is validated once for every run of every target
 that names it: the kind's checker (``inputs/``), one ``lstat`` per path and no hashing
@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memotest.fingerprint import FileStates, Refresh
 from memotest.inputs.registry import begin_check, verifiers
 from memotest.store import InputList, Record, Store
+from memotest.world.fingerprint import FileStates, Refresh
 
 __all__ = ["Checker"]
 

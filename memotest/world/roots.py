@@ -30,7 +30,7 @@ command, a variable's value) escapes every ``@`` of the text first. Each convers
 cached per distinct path or text, so the no-op path pays a dict lookup per distinct path.
 
 Where the conversion happens: the store converts at its boundary (``store/portable.py``),
-and the key (:mod:`memotest.keys`) is computed from portable forms; no other module knows.
+and the key (:mod:`memotest.check.keys`) is computed from portable forms; no other module knows.
 What a test can still see of its absolute place is in ``docs/limits.md``.
 """
 

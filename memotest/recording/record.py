@@ -20,20 +20,20 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from memotest import plugins
-from memotest.fingerprint import FileStates, Fingerprint
+from memotest.check.keys import TargetKey
+from memotest.check.shaping import used
 from memotest.inputs import effect
 from memotest.inputs.matches import declared
 from memotest.inputs.registry import kind_of, refine
-from memotest.keys import TargetKey
+from memotest.load import plugins
 from memotest.model import Outcome, Target
-from memotest.observe import Ignore, observe
-from memotest.parts import parts_blob
-from memotest.rewritten import Before, rewritten_as_before
-from memotest.shaping import used
+from memotest.recording.parts import parts_blob
+from memotest.run.observe import Ignore, observe
+from memotest.run.rewritten import Before, rewritten_as_before
+from memotest.run.testcases import encode as encode_tests
 from memotest.store import STORE_DIR, Record, Store, output_value
-from memotest.testcases import encode as encode_tests
 from memotest.tracer.collect import is_pseudo
+from memotest.world.fingerprint import FileStates, Fingerprint
 
 
 def make_record(

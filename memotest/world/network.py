@@ -2,7 +2,7 @@
 
 A socket's answers come from whoever is at the other end: a server of the target's own
 tree is part of the run; any other holds data that can change between two builds (see
-``memotest/services.py``). So a result is not reusable when the tree talked to an
+``memotest/world/services.py``). So a result is not reusable when the tree talked to an
 endpoint that no process of the tree served *alone*, received from another machine, or
 used a socket that reaches the network below addresses, unless the user named the
 endpoint in ``services``.
@@ -53,7 +53,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from memotest.services import Endpoint, parse_endpoint, parse_service
+from memotest.world.services import Endpoint, parse_endpoint, parse_service
 
 _DECLARE = "declare it in settings.services if its data never changes the result"
 #: Servers whose answers are unique values by design, like the clock and /dev/urandom,

@@ -11,7 +11,7 @@ This is the hot path of a no-op build. Every record's inputs are fingerprint ids
 across records, so each *distinct* fingerprint is validated once for all variants of all
 targets (one ``lstat`` per path, no hashing when the stat signature is unchanged and not
 racy), and a variant holds iff its id array is disjoint from the set of invalid ids
-(:mod:`memotest.holds`). Only the newest candidate of each target is read and validated
+(:mod:`memotest.check.holds`). Only the newest candidate of each target is read and validated
 first; the older candidates of the targets it did not decide are read and validated in a
 second round, so a no-op build where the newest variants hold costs what one variant per
 target costs. The distinct ids of each round are the union the store remembered for those
@@ -21,7 +21,7 @@ A target is stale, in this order of precedence, when: it is ``forced``; it is ta
 ``no-cache``; it has no record (``new``); no variant has its key, and the newest was made
 by another memotest (``recorder``), or with another ``definition`` or ``env`` (naming the
 fields and variables), or a setting that shaped what it holds was withdrawn (``settings``,
-naming it: :mod:`memotest.shaping`); the holding candidate did not pass (``failed``) or
+naming it: :mod:`memotest.check.shaping`); the holding candidate did not pass (``failed``) or
 was ``uncacheable`` (with the reason the record gives; when it is not the newest
 candidate, what changed for the newest comes first), or a blob its replay needs is gone
 (``blob-missing``); no candidate holds, and the newest did not pass or was not cacheable
@@ -41,13 +41,10 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from memotest.fingerprint import FileStates
-from memotest.holds import Checker
-from memotest.keys import TargetKey
-from memotest.model import Target
-from memotest.shaping import withdrawn
-from memotest.store import Head, Record, Store, default_recorder, split_output
-from memotest.verdict import (
+from memotest.check.holds import Checker
+from memotest.check.keys import TargetKey
+from memotest.check.shaping import withdrawn
+from memotest.check.verdict import (
     STALE_KINDS,
     Fresh,
     Stale,
@@ -57,6 +54,9 @@ from memotest.verdict import (
     stale_by_result,
     why_changed,
 )
+from memotest.model import Target
+from memotest.store import Head, Record, Store, default_recorder, split_output
+from memotest.world.fingerprint import FileStates
 
 __all__ = ["STALE_KINDS", "Fresh", "Stale", "TargetKey", "describe_all", "plan"]
 
@@ -117,7 +117,7 @@ def plan(
 ) -> dict[str, Fresh | Stale]:
     """Decide for each target whether a recorded result still holds.
 
-    ``keys`` maps each target's name to its :class:`~memotest.keys.TargetKey`. ``states``
+    ``keys`` maps each target's name to its :class:`~memotest.check.keys.TargetKey`. ``states``
     is the build's file-system snapshot (each path stat'ed once for all targets). Returns
     a dict in the order of ``targets``. When the store holds the build lock, fingerprints
     that had to be re-hashed (racily clean) and still held get their new signature stored
