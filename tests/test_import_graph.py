@@ -9,6 +9,7 @@ first, so those are edges too, except for a module inside them.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -94,6 +95,7 @@ def _imported(tree: ast.AST, package: str) -> list[tuple[str, int]]:
     return out
 
 
+@functools.cache  # two tests walk it: parse the files once
 def import_graph() -> dict[str, dict[str, str]]:
     """Module -> {module it imports: ``file:line`` of the first such import}."""
     mods = _modules()
