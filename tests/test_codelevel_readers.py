@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import build_statuses, write_tree
+from conftest import build_statuses, needs_code_noting, write_tree
 
 #: Modules whose class statement's line some code reads while the class is made, each
 #: read by ``tests/test_<module>.py``, which asserts the line it saw (3).
@@ -128,6 +128,7 @@ def statuses(proj: Path) -> dict[str, str]:
     return {name.rsplit("/", 1)[-1][len("test_") : -len(".py")]: s for name, s in st.items()}
 
 
+@needs_code_noting
 def test_a_line_added_above_a_class_re_runs_every_reader_of_its_line(tmp_path):
     proj = write_tree(tmp_path / "proj", reader_files(CLASS_LINE_READERS))
     assert set(statuses(proj).values()) == {"passed"}
@@ -260,6 +261,7 @@ class Plain(base.Base, metaclass=abc.ABCMeta):
 '''
 
 
+@needs_code_noting
 def test_a_line_added_above_a_plain_class_re_runs_nothing(tmp_path):
     """The narrowing the red team above guards: a class made by ``type`` or
     ``abc.ABCMeta`` whose body only binds names, functions and what ``property``,
