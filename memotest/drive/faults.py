@@ -25,11 +25,6 @@ import time
 import traceback
 from pathlib import Path
 
-# The test hook lives with the errors, below the store and the runner that call it.
-from memotest.errors import INJECT_VAR as INJECT_VAR
-from memotest.errors import InjectedFault as InjectedFault
-from memotest.errors import inject as inject
-
 #: Where the tracebacks go, under the project's store folder.
 LOG_NAME = "faults.log"
 

@@ -40,6 +40,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
+from memotest import errors
 from memotest.check import keys as keymod
 from memotest.check.keys import TargetKey
 from memotest.check.plan import Fresh, Stale, plan
@@ -191,7 +192,7 @@ class Step:
     ) -> Outcome:
         """Runs ``target`` (in a worker thread of a build), retried if flaky.
         ``unkeyed_env`` is passed to the command without being part of its key."""
-        faults.inject("before")
+        errors.inject("before")
         env = keymod.run_environ(target, self.settings, self.environ)
         env.update(unkeyed_env or {})
         sel = self.selections.get(target.name)
@@ -302,7 +303,7 @@ class Step:
         included) does not undo the result, nor stop a build: one line on stderr, also
         added to ``result.note``; the traceback logged (:mod:`memotest.drive.faults`)."""
         try:
-            faults.inject("report")
+            errors.inject("report")
             plugins.call("memotest_after_target", config=config, target=target, result=result)
         except Exception as exc:
             where = faults.log(root, f"reporting {target.name}", exc)

@@ -92,7 +92,6 @@ class Wanted:
     level (tens of milliseconds per run in a folder of many entries)."""
 
     def __init__(self, named: tuple[Path, ...]) -> None:
-        self.named = named
         self.exact = frozenset(str(w) for w in named)
         self.prefixes = tuple(os.path.join(str(w), "") for w in named)
         self.above = frozenset(str(p) for w in named for p in w.parents)
