@@ -107,6 +107,7 @@ def test_pytest_benchmarks_folder_replays_where_it_is_left(tmp_path):
     """pytest-benchmark (installed with the tests) makes ``.benchmarks`` in every pytest
     run, ``mkdir(parents=True)`` with its error dropped: a plain pytest target replays at
     its second build (``memotest_walk``'s ``pytest_configure``)."""
+    pytest.importorskip("pytest_benchmark")  # not in the test extra: where it is installed
     root = write_tree(
         tmp_path / "proj",
         {
