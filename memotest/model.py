@@ -166,10 +166,12 @@ class Trace:
     #: order (``inputs/order.py``). None: not told apart (every stat counts).
     timed: set[str] | None = None
     missing: set[str] = field(default_factory=set)
-    #: Of ``missing``: the paths only ever missed inside a creation that ends the same
-    #: whether they were absent or a directory (``Y`` in the shim's log: ``os.makedirs``
-    #: with ``exist_ok``): held as "absent or a directory" (``inputs/absent.py``).
-    missing_or_dir: set[str] = field(default_factory=set)
+    #: Of ``missing``: the paths whose absence only a call that ends the same on another
+    #: state saw, mapped to that state: ``dir`` (missed inside a creation with
+    #: ``exist_ok``: the shim's ``Y``), ``file`` (a plain ``O_CREAT|O_TRUNC`` open: ``V``),
+    #: ``empty-file`` (a plain ``O_CREAT`` that keeps the bytes: ``Q``), ``not-dir`` (a
+    #: file renamed onto it: ``J``). Held as "absent or that" (``inputs/absent.py``).
+    missing_or: dict[str, str] = field(default_factory=dict)
     listed: set[str] = field(default_factory=set)
     execs: set[str] = field(default_factory=set)
     deleted: set[str] = field(default_factory=set)

@@ -66,7 +66,7 @@ def test_a_lock_runs_again_where_it_is_held(tmp_path, kind):
 MAKES = {
     "makedirs": "os.makedirs('work/out/sub', exist_ok=True)",
     "path_mkdir": "pathlib.Path('work/out/sub').mkdir(parents=True, exist_ok=True)",
-    # POSIX: -p ignores an operand that names an existing directory (collect._mkdir_p)
+    # POSIX: -p ignores an operand that names an existing directory (creations.mkdir_p)
     "mkdir_p": SH.format(["mkdir", "-p", "work/out/sub"]),
 }
 
@@ -160,16 +160,68 @@ def test_a_creation_that_found_no_folder_runs_again_where_the_folder_is(tmp_path
     assert got == dict.fromkeys(CREATES_IN, "failed"), out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an O_CREAT without O_EXCL (and a plain rename) onto an absent path is held as "
-    "nothing: its success says 'absent or a file it may replace'; a folder there now "
-    "makes the open fail (EISDIR) but the record replays (not done: 'or-file' absence)",
-)
+# Creations that do not fail where the path is there (``O_CREAT`` without ``O_EXCL``, a
+# rename): what their success saw is "absent, or a regular file" ("or not a folder" for
+# a rename), not nothing. Each writes ``work/<target>``, after reading its group's input.
+PLAIN = {
+    "open_w": "open(P, 'w').write('x')",
+    # bytes kept, never read: a file there ends it the same (appended to, as ``U``)
+    "open_a": "open(P, 'a').write('x')",
+    "os_open": "os.close(os.open(P, os.O_CREAT | os.O_WRONLY))",
+    "sh_redirect": "import subprocess; subprocess.run(['sh', '-c', 'echo x > ' + P], check=True)",
+    # the atomic write: a temporary file renamed onto the path
+    "rename": "open(P + '.tmp', 'w').write('x'); os.replace(P + '.tmp', P)",
+}
+# Appended to, then read back: what was there before is what it reads: a leftover with
+# content is another run (``empty-file``).
+APPEND_READ = "open(P, 'a').write('x'); assert open(P).read() == 'x'"
+
+
 def test_a_folder_where_a_run_wrote_a_new_file_runs_again(tmp_path):
-    root = project(tmp_path, "open('work/out', 'w').write('x'); print('wrote')")
-    assert build_statuses(root)[2] == {"t": "passed"}
-    (root / "work/out").unlink()
-    (root / "work/out").mkdir()  # open(..., 'w') raises IsADirectoryError here
+    """A run that made its file where nothing was (the shim's ``N``, no lookup before it)
+    replays where its own leftover is (a regular file: each call ends the same), and runs
+    again where a folder, or a symbolic link to one, is there now (``open`` raises
+    EISDIR, ``rename`` of a file onto a folder too). The same for a run that found its
+    leftover (``W``/``U``): what it replaced was a regular file. Group ``n`` is recorded
+    with its paths absent, group ``w`` with its leftovers present."""
+    code = "import os; P = 'work/{name}'; open('work/in_{group}').read(); {make}; print('made')"
+    kinds = {**PLAIN, "append_read": APPEND_READ}
+    targets = {
+        f"{group}_{kind}": code.format(name=f"{group}_{kind}", group=group, make=make)
+        for group in ("n", "w")
+        for kind, make in kinds.items()
+        if not (group == "w" and kind == "append_read")
+    }
+    toml = "".join(f"[targets.{t}]\ncommand = [{PY!r}, '-c', {c!r}]\n" for t, c in targets.items())
+    root = write_tree(tmp_path / "proj", {"memotest.toml": toml, "work/in_n": "", "work/in_w": ""})
+    assert build_statuses(root)[2] == dict.fromkeys(targets, "passed")
+    _code, out, got = build_statuses(root, "-v")  # the leftovers: each replays
+    assert got == {**dict.fromkeys(targets, "cached"), "n_append_read": "failed"}, out
+
+    # n: a folder where each made its file; w: runs again, finding its leftover
+    for kind in PLAIN:
+        (root / f"work/n_{kind}").unlink()
+        (root / f"work/n_{kind}").mkdir()
+    (root / "work/in_w").write_text("edited")
     _code, out, got = build_statuses(root, "-v")
-    assert got == {"t": "failed"}, out
+    n_kinds = {t: s for t, s in got.items() if t.startswith("n_")}
+    assert n_kinds == dict.fromkeys(n_kinds, "failed") and len(n_kinds) == len(kinds), out
+    assert {t: s for t, s in got.items() if t.startswith("w_")} == dict.fromkeys(
+        (t for t in targets if t.startswith("w_")), "passed"
+    ), out
+
+    # w: a symbolic link to a folder (a folder for the rename, which replaces a link);
+    # its leftover left as it is, ``open_w`` replays
+    (root / "work/dir").mkdir()
+    for kind in PLAIN:
+        if kind == "open_w":
+            continue
+        (root / f"work/w_{kind}").unlink()
+        if kind == "rename":
+            (root / f"work/w_{kind}").mkdir()
+        else:
+            (root / f"work/w_{kind}").symlink_to("dir")
+    _code, out, got = build_statuses(root, "-v")
+    expected = {f"w_{kind}": "failed" for kind in PLAIN}
+    expected["w_open_w"] = "cached"
+    assert {t: s for t, s in got.items() if t.startswith("w_")} == expected, out

@@ -212,6 +212,7 @@ static int op_dedups(char op)
 {
     switch (op) {
     case 'R': case 'W': case 'N': case 'S': case 'T': case 'M': case 'Y': case 'L': case 'D': case 'O':
+    case 'V': case 'Q': case 'J': /* what a plain creation saw: paths.c, fs.c */
     case 'C':
     case 'U':
     case 'B': case 'A': case 'X': /* the network: net.c */

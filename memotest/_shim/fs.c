@@ -13,19 +13,19 @@
     }
 
 /* Before the real call of an open that may create the path (O_CREAT without
- * O_EXCL): was it absent? Declares `absent_` for OPEN_POST. Plain reads and
+ * O_EXCL): what was there? Declares `pre_` for OPEN_POST. Plain reads and
  * O_EXCL opens (success means created) cost nothing. */
 #define OPEN_PRE(dirfd, path, flags)                                           \
-    int absent_ = 0;                                                           \
+    int pre_ = SHIM_ENTRY_UNKNOWN;                                             \
     if (SHIM_UNLIKELY(((flags) & (O_CREAT | O_EXCL)) == O_CREAT) &&            \
         (flags) != -1 && shim_on())                                            \
-        absent_ = shim_absent((dirfd), (path))
+        pre_ = shim_entry_mode((dirfd), (path))
 
 #define OPEN_POST(ok, dirfd, path, flags)                                      \
     do {                                                                       \
         if (shim_on()) {                                                       \
             int e_ = errno;                                                    \
-            shim_rec_open((ok), e_, (dirfd), (path), (flags), absent_);        \
+            shim_rec_open((ok), e_, (dirfd), (path), (flags), pre_);           \
             errno = e_;                                                        \
         }                                                                      \
     } while (0)
@@ -446,26 +446,45 @@ static int lookup_misses(int dirfd, const char *path, int at_flags)
     return absent;
 }
 
-/* Whether a rename made its destination's entry is known before the call:
+/* What was at a rename's destination just before the call (shim_entry_mode):
  * RENAME_NOREPLACE succeeds only by making it, RENAME_EXCHANGE never makes it,
- * otherwise it was made if it was absent just before (rename_pre). */
+ * otherwise it was made if it was absent just before. */
 static int rename_pre(int newdirfd, const char *newpath, unsigned flags)
 {
     if ((flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)) || !shim_on())
-        return 0;
-    return shim_absent(newdirfd, newpath);
+        return SHIM_ENTRY_UNKNOWN;
+    return shim_entry_mode(newdirfd, newpath);
+}
+
+/* What a plain rename's success saw at its destination (`pre`: what was there just
+ * before): a non-directory moves onto a missing path or any non-directory, which it
+ * replaces without following (`J`: absent or not a directory); a directory onto a
+ * missing path or an empty directory (held as absent: `M`). A directory there before
+ * (an empty one, replaced by a directory) is left as it was. */
+static void rename_saw(int newdirfd, const char *newpath, int pre)
+{
+    if (pre == SHIM_ENTRY_ABSENT) {
+        int now = shim_entry_mode(newdirfd, newpath); /* what was moved there */
+        if (now >= 0)
+            shim_rec(now == S_IFDIR ? 'M' : 'J', newdirfd, newpath);
+    } else if (pre >= 0 && pre != S_IFDIR) {
+        shim_rec('J', newdirfd, newpath);
+    }
 }
 
 static void rename_post(int r, int olddirfd, const char *oldpath, int newdirfd,
-                        const char *newpath, unsigned flags, int absent)
+                        const char *newpath, unsigned flags, int pre)
 {
     int e = errno;
     if (r == 0) {
         /* RENAME_EXCHANGE swaps two files that both stay. */
-        int made = !(flags & RENAME_EXCHANGE) && ((flags & RENAME_NOREPLACE) || absent);
+        int made = !(flags & RENAME_EXCHANGE) &&
+                   ((flags & RENAME_NOREPLACE) || pre == SHIM_ENTRY_ABSENT);
         /* RENAME_EXCHANGE: each name now holds what the other held before the run,
          * which a later read sees (`U`, not a replacement). */
         int x = (flags & RENAME_EXCHANGE) != 0;
+        if (!(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)))
+            rename_saw(newdirfd, newpath, pre);
         shim_rec(x ? 'U' : 'D', olddirfd, oldpath);
         if (flags & RENAME_NOREPLACE) /* succeeds only where it was absent: a lock */
             shim_rec('M', newdirfd, newpath);
@@ -485,29 +504,29 @@ static void rename_post(int r, int olddirfd, const char *oldpath, int newdirfd,
 
 int rename(const char *oldpath, const char *newpath)
 {
-    int absent = rename_pre(AT_FDCWD, newpath, 0);
+    int pre = rename_pre(AT_FDCWD, newpath, 0);
     int r = REAL(rename)(oldpath, newpath);
     if (shim_on())
-        rename_post(r, AT_FDCWD, oldpath, AT_FDCWD, newpath, 0, absent);
+        rename_post(r, AT_FDCWD, oldpath, AT_FDCWD, newpath, 0, pre);
     return r;
 }
 
 int renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath)
 {
-    int absent = rename_pre(newdirfd, newpath, 0);
+    int pre = rename_pre(newdirfd, newpath, 0);
     int r = REAL(renameat)(olddirfd, oldpath, newdirfd, newpath);
     if (shim_on())
-        rename_post(r, olddirfd, oldpath, newdirfd, newpath, 0, absent);
+        rename_post(r, olddirfd, oldpath, newdirfd, newpath, 0, pre);
     return r;
 }
 
 int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
               unsigned int flags)
 {
-    int absent = rename_pre(newdirfd, newpath, flags);
+    int pre = rename_pre(newdirfd, newpath, flags);
     int r = REAL(renameat2)(olddirfd, oldpath, newdirfd, newpath, flags);
     if (shim_on())
-        rename_post(r, olddirfd, oldpath, newdirfd, newpath, flags, absent);
+        rename_post(r, olddirfd, oldpath, newdirfd, newpath, flags, pre);
     return r;
 }
 

@@ -176,22 +176,25 @@ void shim_rec_res(int ok, int err, char okop, int dirfd, const char *path)
     }
 }
 
-int shim_absent(int dirfd, const char *path)
+int shim_entry_mode(int dirfd, const char *path)
 {
     struct stat st;
-    int saved = errno, absent;
+    int saved = errno, mode;
     long r;
 
     if (path == NULL || path[0] == '\0')
-        return 0;
+        return SHIM_ENTRY_UNKNOWN;
 #ifdef SYS_newfstatat
     r = syscall(SYS_newfstatat, dirfd, path, &st, AT_SYMLINK_NOFOLLOW);
 #else
     r = syscall(SYS_fstatat64, dirfd, path, &st, AT_SYMLINK_NOFOLLOW);
 #endif
-    absent = r != 0 && errno == ENOENT;
+    if (r == 0)
+        mode = (int)(st.st_mode & S_IFMT);
+    else
+        mode = errno == ENOENT ? SHIM_ENTRY_ABSENT : SHIM_ENTRY_UNKNOWN;
     errno = saved;
-    return absent;
+    return mode;
 }
 
 void shim_rec_no_folder(int dirfd, const char *path)
@@ -224,10 +227,10 @@ void shim_rec_no_folder(int dirfd, const char *path)
     errno = saved;
 }
 
-void shim_rec_open(int ok, int err, int dirfd, const char *path, int flags, int absent)
+void shim_rec_open(int ok, int err, int dirfd, const char *path, int flags, int pre)
 {
     char abs[SHIM_PATHBUF];
-    int acc = flags & O_ACCMODE, rd, wr, created;
+    int acc = flags & O_ACCMODE, rd, wr, created, absent = pre == SHIM_ENTRY_ABSENT;
 
     if (path == NULL || path[0] == '\0' || flags == -1)
         return;
@@ -253,6 +256,17 @@ void shim_rec_open(int ok, int err, int dirfd, const char *path, int flags, int 
      * it saw (a lock file), held as a lookup that missed before the creation. */
     if (wr && (flags & O_CREAT) && (flags & O_EXCL))
         shim_emit_path('M', abs);
+    /* A plain O_CREAT succeeds on a missing path and on a file it may open, so its
+     * success saw "absent or a regular file" where the entry was one of these just
+     * before (`V`); a path it made without O_TRUNC is `Q`: the bytes of a file there
+     * would have survived, which the reader holds where the tree reads the path.
+     * Anything else there (a link, a fifo, a device) is left as it was: no record. */
+    if (wr && (flags & (O_CREAT | O_EXCL)) == O_CREAT) {
+        if (absent)
+            shim_emit_path((flags & O_TRUNC) ? 'V' : 'Q', abs);
+        else if (pre == S_IFREG)
+            shim_emit_path('V', abs);
+    }
     if (wr)
         shim_emit_path(created ? 'N' : (flags & O_TRUNC) ? 'W' : 'U', abs);
 }

@@ -156,16 +156,16 @@ static int shm_name(const char *prefix, const char *name, char *out)
 int shm_open(const char *name, int oflag, mode_t mode)
 {
     char path[SHIM_PATHBUF];
-    int have = 0, absent = 0, fd, e;
+    int have = 0, pre = SHIM_ENTRY_UNKNOWN, fd, e;
     if (shim_on() && shm_name("/dev/shm/", name, path) == 0) {
         have = 1;
         if ((oflag & (O_CREAT | O_EXCL)) == O_CREAT)
-            absent = shim_absent(AT_FDCWD, path);
+            pre = shim_entry_mode(AT_FDCWD, path);
     }
     fd = REAL(shm_open)(name, oflag, mode);
     if (have && shim_on()) {
         e = errno;
-        shim_rec_open(fd >= 0, e, AT_FDCWD, path, oflag, absent);
+        shim_rec_open(fd >= 0, e, AT_FDCWD, path, oflag, pre);
         errno = e;
     }
     return fd;
@@ -194,7 +194,7 @@ sem_t *sem_open(const char *name, int oflag, ...)
     char path[SHIM_PATHBUF];
     mode_t mode = 0;
     unsigned value = 0;
-    int have = 0, absent = 0, e;
+    int have = 0, pre = SHIM_ENTRY_UNKNOWN, e;
     sem_t *s;
     if (oflag & O_CREAT) {
         va_list ap;
@@ -206,14 +206,14 @@ sem_t *sem_open(const char *name, int oflag, ...)
     if (shim_on() && shm_name("/dev/shm/sem.", name, path) == 0) {
         have = 1;
         if ((oflag & (O_CREAT | O_EXCL)) == O_CREAT)
-            absent = shim_absent(AT_FDCWD, path);
+            pre = shim_entry_mode(AT_FDCWD, path);
     }
     s = REAL(sem_open)(name, oflag, mode, value);
     if (have && shim_on()) {
         e = errno;
         /* A semaphore is opened read-write: its value is read. */
         shim_rec_open(s != SEM_FAILED, e, AT_FDCWD, path, (oflag & (O_CREAT | O_EXCL)) | O_RDWR,
-                      absent);
+                      pre);
         errno = e;
     }
     return s;

@@ -8,7 +8,7 @@
  * Rules every file follows:
  *   - A wrapper calls the real function first, then records from its result
  *     and errno, and restores errno before returning. The one thing looked at
- *     before the call: whether a path a call may create exists (shim_absent,
+ *     before the call: what is at a path a call may create (shim_entry_mode,
  *     a raw fstatat, only for O_CREAT opens without O_EXCL and rename*).
  *   - The shim's own I/O (log, status, /proc readlinks, cwd) uses raw
  *     syscall()s, never interposed symbols.
@@ -226,21 +226,26 @@ void shim_rec_fd(char op, int fd) SHIM_HIDDEN;
  * errors that looked nothing up (EBADF, EFAULT, EINVAL, ...) -> nothing;
  * any other failure -> S (the path exists in some form). */
 void shim_rec_res(int ok, int err, char okop, int dirfd, const char *path) SHIM_HIDDEN;
-/* Record an open(2)-style call from its flags and outcome. `absent` is what
- * shim_absent said just before the call (0 if it was not asked): an O_CREAT
- * open that succeeded writes `N` instead of `W` when it made the entry. */
+/* Record an open(2)-style call from its flags and outcome. `pre` is what
+ * shim_entry_mode said just before the call (SHIM_ENTRY_UNKNOWN if it was not
+ * asked): an O_CREAT open that succeeded writes `N` instead of `W` when it
+ * made the entry, after `V`/`Q`, what its success saw there. */
 void shim_rec_open(int ok, int err, int dirfd, const char *path, int flags,
-                   int absent) SHIM_HIDDEN;
+                   int pre) SHIM_HIDDEN;
 /* A call that would have created (dirfd, path) failed with ENOENT or ENOTDIR:
  * it found no folder to make it in, whatever was at the path itself. Records
  * what the parent is now: `M` if a lookup of it fails so, `S` if it is there
  * and no directory; nothing for a directory (a dangling symbolic link followed
  * at the last component, or a race). errno is preserved. */
 void shim_rec_no_folder(int dirfd, const char *path) SHIM_HIDDEN;
-/* 1 if (dirfd, path) has no directory entry right now (a raw fstatat with
- * AT_SYMLINK_NOFOLLOW answers ENOENT); 0 otherwise, also for a NULL or empty
- * path. errno is preserved. Called before a call that may create the entry. */
-int shim_absent(int dirfd, const char *path) SHIM_HIDDEN;
+/* What is at (dirfd, path) right now, by a raw fstatat with AT_SYMLINK_NOFOLLOW:
+ * its type (st_mode & S_IFMT), SHIM_ENTRY_ABSENT where it answers ENOENT (no
+ * directory entry), SHIM_ENTRY_UNKNOWN for any other failure and a NULL or
+ * empty path. errno is preserved. Called before a call that may create the
+ * entry (O_CREAT without O_EXCL, rename*). */
+int shim_entry_mode(int dirfd, const char *path) SHIM_HIDDEN;
+#define SHIM_ENTRY_ABSENT (-1)
+#define SHIM_ENTRY_UNKNOWN (-2)
 /* 1: a UDP socket got the datagram fd sent to sa; 0: none; -1: not known
  * (netstate.c) */
 int shim_udp_bound(int fd, const struct sockaddr *sa, socklen_t len) SHIM_HIDDEN;

@@ -18,9 +18,17 @@ someone else) makes the result not reusable.
 
 A path the run missed only inside a creation that ends the same whether the path was
 absent or already a directory (``os.makedirs(..., exist_ok=True)``, ``Path.mkdir(
-exist_ok=True)``: the shim's ``Y``, ``Trace.missing_or_dir``) holds while it is absent or
+exist_ok=True)``: the shim's ``Y``, ``Trace.missing_or``) holds while it is absent or
 a directory (not a symbolic link): digest :data:`OR_DIR`. A file there (the call raises)
 makes it run again; its own folder left behind replays (``docs/limits.md``).
+
+Likewise a plain creation, which does not fail where its path is there (``O_CREAT``
+without ``O_EXCL``: ``V``/``Q``; a plain ``rename`` of a non-directory: ``J``): what its
+success saw is "absent, or a regular file" (:data:`OR_FILE`: one link, writable; an empty
+one, :data:`OR_EMPTY_FILE`, where the open kept the bytes and the tree read the path) or
+"absent, or not a directory" (:data:`OR_NOT_DIR`). Such a record holds whether the path
+was absent or found so before the run (its first change ``N``, ``W`` or ``U``): the run's
+own leftover replays; a folder there runs again.
 
 A path whose first change by the tree is ``N`` had no directory entry at all when the
 run looked: the creation that made it (``mkdir``, ``O_CREAT|O_EXCL``, ``symlink``,
@@ -45,6 +53,11 @@ from memotest.world.fingerprint import NO_DIGEST, UNREADABLE, FileStates, Finger
 
 #: The digest of an absence that a directory at the path also satisfies.
 OR_DIR = "or-dir"
+#: ... a regular file (writable, one link), an empty one, anything but a directory.
+OR_FILE = "or-file"
+OR_EMPTY_FILE = "or-empty-file"
+OR_NOT_DIR = "or-not-dir"
+_DIGESTS = {"dir": OR_DIR, "file": OR_FILE, "empty-file": OR_EMPTY_FILE, "not-dir": OR_NOT_DIR}
 #: The digest of an absence a creation proved: no entry, not even a dangling link.
 NO_ENTRY = "no-entry"
 
@@ -63,8 +76,11 @@ class Absent(InputKind):
     ) -> tuple[Fingerprint, list[str]]:
         now = states.fingerprint(path, self.kind, fresh=True)
         first = trace.first_change.get(path)
-        if path in trace.missing_or_dir:
-            digest = OR_DIR
+        state = trace.missing_or.get(path)
+        if state is not None:
+            digest = _DIGESTS[state]
+            if first is not None:
+                return Fingerprint(path, Kind.ABSENT, digest), []  # as the call found it
         elif first == "N":
             digest = NO_ENTRY
         else:
@@ -89,6 +105,14 @@ class Absent(InputKind):
             return st is None or (st is not UNREADABLE and stat.S_ISDIR(st.st_mode))
         if digest == NO_ENTRY:
             return states.lstat(path) is None
+        if digest == OR_NOT_DIR:
+            st = states.lstat(path)
+            return st is None or (st is not UNREADABLE and not stat.S_ISDIR(st.st_mode))
+        if digest in (OR_FILE, OR_EMPTY_FILE):
+            st = states.lstat(path)
+            return st is None or (
+                st is not UNREADABLE and _the_file(path, st, digest == OR_EMPTY_FILE)
+            )
         return states.stat(path) is None
 
     def describe(
@@ -100,9 +124,26 @@ class Absent(InputKind):
     ) -> str | None:
         if recorded.digest == OR_DIR:
             return "appeared, not as a directory"
+        if recorded.digest == OR_NOT_DIR:
+            return "is now a directory"
+        if recorded.digest in (OR_FILE, OR_EMPTY_FILE):
+            empty = recorded.digest == OR_EMPTY_FILE
+            kind = "an empty regular file" if empty else "a regular file"
+            return f"appeared, not as {kind} (one link, writable)"
         if st is None:
             return "appeared (a dangling symbolic link)"
         return "appeared"
 
 
 KIND = Absent()
+
+
+def _the_file(path: str, st: os.stat_result, empty: bool) -> bool:
+    """A regular file that an ``O_CREAT`` open ends on as on a missing path: one link (no
+    other name sees the write), writable (no EACCES), and empty where its bytes survive."""
+    return (
+        stat.S_ISREG(st.st_mode)
+        and st.st_nlink == 1
+        and (not empty or st.st_size == 0)
+        and os.access(path, os.W_OK)
+    )

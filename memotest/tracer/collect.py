@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from memotest.lazy import lazy_module
 from memotest.model import ORDERLESS_PROGRAMS, Incomplete, ProcessInfo, Trace
+from memotest.tracer.creations import OR_STATES, held_as, mkdir_p
 from memotest.tracer.elf import loads_the_shim, why_untraceable
 from memotest.tracer.listing_reports import Listings, combined
 from memotest.tracer.log import Event
@@ -116,7 +117,8 @@ def build_trace(
     listers: dict[str, set[int]] = {}  # folder: the pids that listed it
     two_lives: set[int] = set()  # pids seen as another image, or listing before theirs
     norm: dict[str, str | None] = {}
-    or_dir: set[str] = set()  # missed inside an exist_ok creation (``Y``)
+    seen_as: dict[str, set[str]] = {}  # "absent or ..." (``Y``, ``V``, ``Q``, ``J``)
+    read_back: set[str] = set()  # of those, read by the tree, before or after the call
     strictly_missing: set[str] = set()  # missed by any other lookup (``M``)
 
     def clean(raw: str) -> str | None:
@@ -140,12 +142,16 @@ def build_trace(
             last_exec[ev.pid] = ev.path
         elif not (op == "E" or op == "H"):
             last_exec.pop(ev.pid, None)  # the image (or a new one of that pid) did something
-        if op in "RSTMY":
+        if op in "RSTMYVQJ":
             path = clean(ev.path)
+            if op == "R" and path in seen_as:
+                read_back.add(path)  # what an open that keeps the bytes found, it read
             if path is not None and path not in changed:
-                if op == "Y" or (op == "M" and _mkdir_p(images.get(ev.pid))):
-                    op = "M"  # absent or a directory: the same to its caller
-                    or_dir.add(path)
+                if op == "M" and mkdir_p(images.get(ev.pid)):
+                    op = "Y"
+                if op in OR_STATES:
+                    seen_as.setdefault(path, set()).add(OR_STATES[op])
+                    op = "M"  # absent or that state: the same to its caller
                 elif op == "M":
                     strictly_missing.add(path)
                 (trace.reads if op == "R" else trace.missing if op == "M" else trace.stats).add(
@@ -298,7 +304,9 @@ def build_trace(
     _listings(trace, listers, listing_reports, vouched, one_image, (root_pid, worker_pid))
     trace.execs = {p for p in (clean(x) for x in trace.execs) if p is not None}
     trace.processes = sorted(images.values(), key=lambda i: i.pid)
-    trace.missing_or_dir = or_dir - strictly_missing
+    trace.missing_or = held_as(seen_as, read_back | (trace.reads & seen_as.keys()))
+    for path in strictly_missing:
+        trace.missing_or.pop(path, None)
     trace.incomplete = _dedup(incomplete)
     trace.complete = not trace.incomplete
     return trace
@@ -335,37 +343,6 @@ def _orderless(image: ProcessInfo | None) -> bool:
     """Whether the process is one of :data:`ORDERLESS_PROGRAMS`: its stats are not in the
     run's modification-time order."""
     return image is not None and os.path.basename(image.exe or "") in ORDERLESS_PROGRAMS
-
-
-def _mkdir_p(image: ProcessInfo | None) -> bool:
-    """Whether the process is a ``mkdir -p`` that does not say what it made (no ``-v``):
-    POSIX's ``-p`` ignores an operand that names an existing directory, so what it looked
-    for and made it learnt only as "absent or a directory" (``inputs/absent.py``)."""
-    if image is None or os.path.basename(image.exe or "") != "mkdir":
-        return False
-    parents, args = False, iter(image.argv[1:])
-    for arg in args:
-        if arg == "--":
-            break
-        if arg in ("--parents",):
-            parents = True
-        elif arg.startswith("--mode=") or arg.startswith("--context"):
-            continue
-        elif arg == "--mode":
-            next(args, None)
-        elif arg.startswith("-") and not arg.startswith("--") and len(arg) > 1:
-            for i, c in enumerate(arg[1:]):
-                if c == "p":
-                    parents = True
-                elif c == "m":
-                    if i == len(arg) - 2:
-                        next(args, None)  # the mode is the next word
-                    break
-                elif c != "Z":
-                    return False  # -v, or an option not known here: held as absence
-        elif arg.startswith("-"):
-            return False
-    return parents
 
 
 def _exe(images: dict[int, ProcessInfo], pid: int) -> str | None:
