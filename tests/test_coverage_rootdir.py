@@ -47,3 +47,30 @@ def test_coverage_of_the_rootdir_settles_and_still_sees_what_it_reports(tmp_path
     (root / ".coverage").mkdir()
     _code, out, got = build_statuses(root, "-v")
     assert got != {"t": "cached"}, out
+
+
+def test_the_data_file_its_run_left_replays_and_a_folder_there_runs_again(tmp_path):
+    """coverage's erase removes its data file with ``file_be_gone``, which drops ENOENT:
+    run 1 (nothing there) and run 2 (the file run 1 left) end the same, so run 2 replays
+    (``memotest_walk``'s ``pytest_load_initial_conftests``: the shim's ``memotest_shim_
+    gone``, absent or not a directory); a folder there makes the erase raise."""
+    pytest.importorskip("pytest_cov")
+    command = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--cov=pkg", "tests"]
+    root = write_tree(
+        tmp_path / "proj",
+        {
+            "memotest.toml": f"[targets.t]\ncommand = {command!r}\n",
+            "tests/test_a.py": "from pkg.shapes import area\n\n\ndef test_area():\n"
+            "    assert area(2) == 4\n",
+            "pkg/__init__.py": "",
+            "pkg/shapes.py": "def area(n):\n    return n * n\n",
+        },
+    )
+    assert build_statuses(root)[2] == {"t": "passed"}
+    assert (root / ".coverage").is_file()
+    _code, out, got = build_statuses(root, "-v")
+    assert got == {"t": "cached"}, out
+    (root / ".coverage").unlink()
+    (root / ".coverage").mkdir()
+    _code, out, got = build_statuses(root, "-v")
+    assert got == {"t": "failed"} and "is now a directory" in out, out

@@ -27,6 +27,7 @@ __thread int shim_dl_mine SHIM_TLS;
 int shim_dl_ever;
 __thread int shim_untimed SHIM_TLS;
 __thread int shim_or_dir SHIM_TLS;
+__thread int shim_gone SHIM_TLS;
 
 static char g_log_path[PATH_MAX + 16];
 static char g_status_path[PATH_MAX + 16];
@@ -583,6 +584,17 @@ __attribute__((visibility("default"))) int memotest_shim_or_dir(int delta)
     int depth = shim_or_dir + delta;
     shim_or_dir = depth > 0 ? depth : 0;
     return shim_or_dir;
+}
+
+/* memotest_shim_gone(delta): the same for this thread's depth of removals whose caller
+ * drops ENOENT (coverage's file_be_gone: plugins/memotest_pytest/walk_path/): while it
+ * is above 0, an `unlink` that succeeded or failed with ENOENT ended the same as on any
+ * non-directory or nothing there, and writes `J` (absent or not a directory: fs.c). */
+__attribute__((visibility("default"))) int memotest_shim_gone(int delta)
+{
+    int depth = shim_gone + delta;
+    shim_gone = depth > 0 ? depth : 0;
+    return shim_gone;
 }
 
 /* ---------------------------------------------------------- initialization */

@@ -530,17 +530,42 @@ int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpa
     return r;
 }
 
+/* An unlink inside a removal whose caller drops ENOENT (shim_gone): it ends the same
+ * where nothing was and where a non-directory was (EISDIR on a directory, ENOTDIR where
+ * no folder is: those stay what they were), written `J` before a success's `D`. */
+static void file_removal_post(int r, int dirfd, const char *path)
+{
+    int e = errno;
+    if (shim_gone > 0 && (r == 0 || e == ENOENT)) {
+        shim_rec('J', dirfd, path);
+        if (r == 0)
+            shim_rec('D', dirfd, path);
+    } else {
+        shim_rec_res(r == 0, e, 'D', dirfd, path);
+    }
+    errno = e;
+}
+
 int unlink(const char *path)
 {
     int r = REAL(unlink)(path);
-    SHIM_LOOKUP(r == 0, 'D', AT_FDCWD, path);
+    if (shim_on())
+        file_removal_post(r, AT_FDCWD, path);
     return r;
 }
 
 int unlinkat(int dirfd, const char *path, int flags)
 {
     int r = REAL(unlinkat)(dirfd, path, flags);
-    SHIM_LOOKUP(r == 0, 'D', dirfd, path);
+    if (shim_on()) {
+        if (flags & AT_REMOVEDIR) { /* rmdir: not a file's removal */
+            int e = errno;
+            shim_rec_res(r == 0, e, 'D', dirfd, path);
+            errno = e;
+        } else {
+            file_removal_post(r, dirfd, path);
+        }
+    }
     return r;
 }
 

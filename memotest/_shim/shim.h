@@ -173,6 +173,9 @@ extern __thread int shim_untimed SHIM_TLS SHIM_HIDDEN;
 /* > 0 while this thread is inside an exist_ok creation (memotest_shim_or_dir): an `M` is
  * written `Y` (absent or a directory, the same to its caller) */
 extern __thread int shim_or_dir SHIM_TLS SHIM_HIDDEN;
+/* > 0 while this thread is inside a removal whose caller drops ENOENT
+ * (memotest_shim_gone): an `unlink`'s success or ENOENT is written `J` */
+extern __thread int shim_gone SHIM_TLS SHIM_HIDDEN;
 
 int shim_lazy_init(void) SHIM_HIDDEN;
 

@@ -151,6 +151,8 @@ def build_trace(
                     op = "Y"
                 if op in OR_STATES:
                     seen_as.setdefault(path, set()).add(OR_STATES[op])
+                    if op == "J":  # a rename onto it, or an unlink that left it absent
+                        changed.add(path)
                     op = "M"  # absent or that state: the same to its caller
                 elif op == "M":
                     strictly_missing.add(path)

@@ -201,16 +201,43 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _or_dir(real, scope):
-    def method(self, *args, **kwargs):
+    """``real`` inside the shim's ``scope`` (a depth: ``memotest_shim_or_dir``, ...)."""
+
+    def method(*args, **kwargs):
         scope(1)
         try:
-            return real(self, *args, **kwargs)
+            return real(*args, **kwargs)
         finally:
             scope(-1)
 
     method.__memotest_or_dir__ = True  # type: ignore[attr-defined]
     method.__wrapped__ = real  # type: ignore[attr-defined]
     return method
+
+
+@pytest.hookimpl(hookwrapper=True)  # around pytest-cov's, which starts coverage
+def pytest_load_initial_conftests(early_config: pytest.Config):  # type: ignore[no-untyped-def]
+    """pytest-cov starts coverage here, which erases its data file: ``CoverageData.erase``
+    removes it with ``file_be_gone``, which drops ENOENT: it ends the same where the file
+    was and where nothing was (a folder there raises). Told so to the shim
+    (``memotest_shim_gone``: absent or not a directory), the data file a run leaves does
+    not make the next run run again (docs/limits.md, "A run's own leftovers")."""
+    if getattr(early_config.known_args_namespace, "cov_source", None):
+        _gone_scope()
+    yield
+
+
+def _gone_scope() -> None:
+    try:
+        import ctypes
+
+        scope = ctypes.PyDLL(None).memotest_shim_gone
+        from coverage import sqldata
+    except (ImportError, OSError, AttributeError):
+        return
+    real = getattr(sqldata, "file_be_gone", None)
+    if callable(real) and not getattr(real, "__memotest_or_dir__", False):
+        sqldata.file_be_gone = _or_dir(real, scope)
 
 
 def importing_from_preparse() -> bool:
