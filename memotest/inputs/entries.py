@@ -120,20 +120,26 @@ def folder_changed(
     return entries_changed(blob, listed.names, listed.types)
 
 
-def entries_matcher(looks: Iterable[str], patterns: Iterable[str]) -> Callable[[str], bool]:
-    """A test of an entry name: whether it is among ``looks`` or matches ``patterns``
-    (``fnmatch``; ``i:`` before a pattern: matched against the name in lower case; ``m:``
-    SUFFIXES: a name an import could take for a module, with no dot, or with no dot
-    before one of the SUFFIXES, separated by spaces: ``worker/listings.py``'s
-    ``IMPORTABLE``)."""
+def entries_matcher(
+    looks: Iterable[str], patterns: Iterable[str]
+) -> Callable[[str, str | None], bool]:
+    """A test of an entry (its name, its type letter or None where not known): whether it
+    is among ``looks`` or matches ``patterns`` (``fnmatch``; ``i:`` before a pattern:
+    matched against the name in lower case; ``d:``: a directory's name, not a symbolic
+    link's, any entry where the type is not known; ``m:`` SUFFIXES: a name an import
+    could take for a module, with no dot, or with no dot before one of the SUFFIXES,
+    separated by spaces: ``worker/listings.py``'s ``IMPORTABLE``)."""
     exact = frozenset(looks)
-    plain = tuple(p for p in patterns if not p.startswith(("i:", "m:")))
+    plain = tuple(p for p in patterns if not p.startswith(("i:", "m:", "d:")))
     folded = tuple(p[2:] for p in patterns if p.startswith("i:"))
+    folders = tuple(p[2:] for p in patterns if p.startswith("d:"))
     modules = {s for p in patterns if p.startswith("m:") for s in p[2:].split()}
     anything = any(p.startswith("m:") for p in patterns)
 
-    def matches(name: str) -> bool:
+    def matches(name: str, kind: str | None = None) -> bool:
         if name in exact:
+            return True
+        if kind in (None, "d") and any(fnmatch.fnmatchcase(name, p) for p in folders):
             return True
         if anything:
             _, dot, tail = name.partition(".")
@@ -154,7 +160,7 @@ def entries_record(
     folder's entry ``names`` matched, with their type letters (``types``, in the order of
     ``names``: a matched file that became a folder is a change, as for ``list``)."""
     matches = entries_matcher(looks, patterns)
-    present = sorted((n, t) for n, t in zip(names, types, strict=True) if matches(n))
+    present = sorted((n, t) for n, t in zip(names, types, strict=True) if matches(n, t))
     return json.dumps(
         {
             "looks": sorted(looks),
@@ -184,7 +190,7 @@ def entries_changed(
     elif len(types) != len(names):
         return ["?"], []
     else:
-        now = {(n, t) for n, t in zip(names, types, strict=True) if matches(n)}
+        now = {(n, t) for n, t in zip(names, types, strict=True) if matches(n, t)}
         before = set(zip(present, types_before, strict=False))
     if now == before:
         return None

@@ -22,12 +22,12 @@ from typing import Any
 
 from memotest.hookspecs import hookimpl
 from memotest.tracer.warm.reading import WarmReading
-from memotest_pytest import worker_side
+from memotest_pytest import coverage_side, worker_side
 
 
 @hookimpl
 def memotest_worker_modules() -> list[ModuleType]:
-    return [worker_side]
+    return [worker_side, coverage_side]
 
 
 @hookimpl
