@@ -4,6 +4,9 @@ socket's ``bind`` runs again where the lock is held now, by anything at its path
 dangling symbolic link included. ``os.makedirs(exist_ok=True)`` and ``Path.mkdir(exist_ok=True)``
 end alike whether the folder was absent or a directory: inside them (``worker/untimed.py``,
 the shim's ``Y``) the folder a run leaves replays, and a file at its path runs again.
+A creation that does not fail where its path is there (``open(p, "w")``, ``"a"``, a
+rename) saw "absent, or a regular file" ("or not a directory" for a rename): its own
+leftover replays, a folder there runs again.
 Real builds under the real shim (docs/limits.md, "A run's own leftovers").
 """
 
