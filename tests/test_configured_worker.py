@@ -106,9 +106,11 @@ ON = {"MEMOTEST_PYTEST_CONFIGURED": "1"}
 
 def test_each_file_runs_as_a_fresh_pytest_would_after_the_worker_configured_it(tmp_path):
     proj = project(tmp_path)
-    code, out, st = build(proj, "-j", "2", "--pytest")  # the default
+    code, out, st = build(proj, "-v", "-j", "2", "--pytest")  # the default
     assert code == 1, out
     assert st == {"pytest:tests/test_a.py": "failed", "pytest:tests/sub/test_b.py": "passed"}, out
+    # The collection's worker, its run ended, became one of the two folders' workers.
+    assert "a warm worker whose runs ended was prepared for others" in out, out
     text = log(proj, "pytest:tests/test_a.py")
     assert "1 failed, 5 passed" in text, text  # only test_rewritten fails
     assert "At index 1 diff: 2 != 3" in text  # the test file's asserts were rewritten
