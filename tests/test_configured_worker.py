@@ -230,6 +230,10 @@ def test_code_a_conftest_imported_is_held_by_what_ran_in_the_worker_and_each_run
     a, b = "pytest:tests/test_a.py", "pytest:tests/test_b.py"
     _, out, st = build(proj, "-j", "2", "--pytest", env=env)
     assert st == {a: "passed", b: "passed"}, out
+    # Both fork, side by side, from the collection's worker, promoted: what the collection
+    # wrote in its trace before retargeting its own (its log) is no input of theirs, or
+    # they would conflict on it (``promote.py``).
+    assert "hazard" not in out, out
     helpers = proj / "helpers.py"
     # A function only test_a's run called: test_b's run holds.
     helpers.write_text(HELPERS.replace("return 1", "return 3 - 2"))
