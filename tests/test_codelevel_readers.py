@@ -128,16 +128,28 @@ def statuses(proj: Path) -> dict[str, str]:
     return {name.rsplit("/", 1)[-1][len("test_") : -len(".py")]: s for name, s in st.items()}
 
 
+#: The same, imported by the root conftest: their module bodies run in the worker, which
+#: configured pytest with it, and their class statements are read there, once
+#: (``code_watch.quiet_prepared``), not in each run.
+PREPARED_READERS = {
+    f"prepared_{name}": CLASS_LINE_READERS[name]
+    for name in ("init_subclass", "metaclass", "set_name", "body_call")
+}
+
+
 @needs_code_noting
 def test_a_line_added_above_a_class_re_runs_every_reader_of_its_line(tmp_path):
-    proj = write_tree(tmp_path / "proj", reader_files(CLASS_LINE_READERS))
+    readers = {**CLASS_LINE_READERS, **PREPARED_READERS}
+    files = reader_files(readers)
+    files["conftest.py"] = "".join(f"import pkg.{name}\n" for name in PREPARED_READERS)
+    proj = write_tree(tmp_path / "proj", files)
     assert set(statuses(proj).values()) == {"passed"}
-    for name in CLASS_LINE_READERS:  # a line right above the class statement
+    for name in readers:  # a line right above the class statement
         path = proj / "pkg" / f"{name}.py"
         lines = path.read_text().splitlines(keepends=True)
         at = next(n for n, line in enumerate(lines) if line.startswith(("class ", "@")))
         path.write_text("".join([*lines[:at], "# one line more\n", *lines[at:]]))
-    assert statuses(proj) == dict.fromkeys(CLASS_LINE_READERS, "failed")
+    assert statuses(proj) == dict.fromkeys(readers, "failed")
 
 
 #: Readers of a function's docstring or signature that never run the function.

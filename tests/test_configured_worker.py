@@ -106,9 +106,11 @@ ON = {"MEMOTEST_PYTEST_CONFIGURED": "1"}
 
 def test_each_file_runs_as_a_fresh_pytest_would_after_the_worker_configured_it(tmp_path):
     proj = project(tmp_path)
-    code, out, st = build(proj, "-j", "2", "--pytest")  # the default
+    code, out, st = build(proj, "-v", "-j", "2", "--pytest")  # the default
     assert code == 1, out
     assert st == {"pytest:tests/test_a.py": "failed", "pytest:tests/sub/test_b.py": "passed"}, out
+    # The collection's worker, its run ended, became one of the two folders' workers.
+    assert "a warm worker whose runs ended was prepared for others" in out, out
     text = log(proj, "pytest:tests/test_a.py")
     assert "1 failed, 5 passed" in text, text  # only test_rewritten fails
     assert "At index 1 diff: 2 != 3" in text  # the test file's asserts were rewritten
@@ -186,11 +188,28 @@ def used_by_b():
 """
 
 
+#: Python's start-up imports it (``PYTHONPATH``): it reads the project's ``settings.py``
+#: before the worker's watchers are on, as a ``.pth`` file's hook may.
+SITECUSTOMIZE = """
+import os
+
+MODE = None
+_SETTINGS = os.path.join(os.path.dirname(__file__), "..", "proj", "settings.py")
+if os.path.exists(_SETTINGS):
+    with open(_SETTINGS) as f:
+        MODE = f.readline().split(":")[-1].strip()
+"""
+
+
 @needs_code_noting
 def test_code_a_conftest_imported_is_held_by_what_ran_in_the_worker_and_each_run(tmp_path):
     """The worker notes the code its configuration ran (``worker/prepared_code.py``): a
     module the root conftest imports is held, in each run, by its module body and what
-    the configuration called (every run's) and by what that run called itself."""
+    the configuration called (every run's) and by what that run called itself. What the
+    worker read before its watchers were on (``vouched.py``: here Python's start-up, a
+    ``sitecustomize`` reading a comment of a module) stays whole in every run's record,
+    even in a run that imported that module and is held by its code otherwise."""
+    boot = write_tree(tmp_path / "boot", {"sitecustomize.py": SITECUSTOMIZE})
     proj = write_tree(
         tmp_path / "proj",
         {
@@ -200,14 +219,21 @@ def test_code_a_conftest_imported_is_held_by_what_ran_in_the_worker_and_each_run
             "    helpers.at_configure()\n",
             "tests/test_a.py": "import helpers\n\ndef test_a():\n"
             "    assert helpers.used_by_a() == 1\n",
-            "tests/test_b.py": "import helpers\n\ndef test_b():\n"
-            "    assert helpers.used_by_b() == 2 and helpers.AT_CONFIGURE == ['configured']\n",
+            "settings.py": "# mode: fast\nVALUE = 1\n",
+            "tests/test_b.py": "import helpers\nimport settings\nimport sitecustomize\n\n"
+            "def test_b():\n"
+            "    assert helpers.used_by_b() == 2 and helpers.AT_CONFIGURE == ['configured']\n"
+            "    assert (settings.VALUE, sitecustomize.MODE) == (1, 'fast')\n",
         },
     )
-    env = dict(os.environ, **ON)
+    env = dict(os.environ, PYTHONPATH=str(boot), **ON)
     a, b = "pytest:tests/test_a.py", "pytest:tests/test_b.py"
     _, out, st = build(proj, "-j", "2", "--pytest", env=env)
     assert st == {a: "passed", b: "passed"}, out
+    # Both fork, side by side, from the collection's worker, promoted: what the collection
+    # wrote in its trace before retargeting its own (its log) is no input of theirs, or
+    # they would conflict on it (``promote.py``).
+    assert "hazard" not in out, out
     helpers = proj / "helpers.py"
     # A function only test_a's run called: test_b's run holds.
     helpers.write_text(HELPERS.replace("return 1", "return 3 - 2"))
@@ -223,3 +249,10 @@ def test_code_a_conftest_imported_is_held_by_what_ran_in_the_worker_and_each_run
     helpers.write_text(HELPERS.replace("LEVEL = 1", "LEVEL = int('1')"))
     _, out, st = build(proj, "-j", "2", "--pytest", env=env)
     assert st == {a: "passed", b: "passed"}, out
+    # A comment of a module test_b imports, which only the worker's start-up read (before
+    # the mark): its code is the same, but the file is whole in every run's record. Fails
+    # if every read of the worker is vouched (test_b cached).
+    settings = proj / "settings.py"
+    settings.write_text(settings.read_text().replace("fast", "slow"))
+    _, out, st = build(proj, "-j", "2", "--pytest", env=env)
+    assert st == {a: "passed", b: "failed"}, out

@@ -18,6 +18,7 @@ The adapters turn their tool's own skips into this (``memotest_nox.session``,
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import signal
@@ -113,7 +114,7 @@ class Runner:
         if not os.path.isdir(target.cwd):
             return self._error(target, f"cwd {target.cwd} does not exist", started)
         scratch = make_fresh(target.scratch, target.cwd)  # the run's own, as its TMPDIR
-        worker = self._worker(target, env) if warm else None
+        worker, spec = self._worker(target, env) if warm else (None, None)
         traced = TracedRun(
             target.argv,
             cwd=target.cwd,
@@ -121,7 +122,9 @@ class Runner:
             stdout=log,
             stderr=subprocess.STDOUT,
             trace_root=self.work_root,
-            launcher=worker.spawn if worker is not None else None,
+            # the worker takes the run only while it is a worker of ``spec`` (a worker
+            # whose runs all ended may become one that prepares its runs: ``promote``)
+            launcher=functools.partial(worker.spawn, spec=spec) if worker is not None else None,
         )
         with traced:
             try:
@@ -246,11 +249,11 @@ class Runner:
         )
 
     def _worker(self, target: Target, env: dict[str, str]):
-        """The warm worker that can run ``target``, if there is one."""
+        """The warm worker that can run ``target``, if there is one, and its spec."""
         if self.pool is None or not target.warm or self.interrupted.is_set():
-            return None
+            return None, None
         spec = WarmSpec.of(target.argv, target.warm, target.cwd, env, target.prepare)
-        return self.pool.worker(spec) if spec is not None else None
+        return (self.pool.worker(spec), spec) if spec is not None else (None, None)
 
     def _error(self, target: Target, message: str, started: float) -> Outcome:
         now = time.monotonic()

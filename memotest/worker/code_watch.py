@@ -47,6 +47,11 @@ SEEN_INSPECTED = [0]
 #: project's in any part (``phases.phase_report``); but those its preparation imported while
 #: noting the code (``PREPARED``; what of the project's ran then: ``prepared_code.py``).
 WORKERS, PREPARED, PREPARED_CODES = set(), set(), []
+#: The quiet offsets of the module bodies the preparation ran (:func:`module_quiet`),
+#: found in the worker once it ended (:func:`quiet_prepared`): id(module code) -> (its
+#: module's namespace, the offsets); each run takes them for that module if it is still
+#: the one of that file, instead of reading their bytecode again.
+PREPARED_QUIET = {}
 
 
 def on_code_read(args, frame):
@@ -306,19 +311,60 @@ def quiet_classes(codes, namespaces):
             space = namespaces.get(code.co_filename)
             if not isinstance(space, dict):
                 continue
-            try:
-                found = class_lines.quiet_offsets(code, space)
-            except Exception:
-                continue
-            out.update((id(c), offsets) for c, offsets in found.items())
-            try:
-                calls = call_lines.quiet_offsets(code, space)
-            except Exception:
-                continue
-            for c, offsets in calls:
+            done = PREPARED_QUIET.get(id(code))
+            found = done[1] if done is not None and done[0] is space else None
+            for c, offsets in module_quiet(code, space) if found is None else found:
                 out[id(c)] = [*out.get(id(c), ()), *offsets]
         for code, unseen in defaults_seen.unseen(codes, namespaces).items():
             out[id(code)] = [*out.get(id(code), ()), *(-1 - x for x in unseen)]
     finally:
         WITHIN.clear()
     return out
+
+
+def module_quiet(code, space):
+    """``[(code, [offset, ...]), ...]`` of the module body ``code`` whose module's namespace
+    is ``space``: its class statements' and class bodies' (``class_lines``), then its
+    calls of C code only (``call_lines``); none if the class statements cannot be read.
+    The callers keep what it reads of code from counting as run (``WITHIN``)."""
+    try:
+        found = list(class_lines.quiet_offsets(code, space).items())
+    except Exception:
+        return []
+    try:
+        calls = call_lines.quiet_offsets(code, space)
+    except Exception:
+        return found
+    return [*found, *calls]
+
+
+def quiet_prepared(where):
+    """In the worker, once its preparation ended: :data:`PREPARED_QUIET` of the module
+    bodies it ran of the project's files (``where``: the interpreter's folders), as
+    :func:`code_report` takes them. Read then, their classes and names are as the module
+    bodies left them, not as a run may have changed them since."""
+    import importlib.machinery
+
+    excluded = extensions.each("excluded")
+    namespaces = {}
+    for name in PREPARED:
+        try:
+            namespace = object.__getattribute__(sys.modules[name], "__dict__")
+            spec = namespace.get("__spec__")
+        except Exception:
+            continue
+        origin = getattr(spec, "origin", None)
+        if type(getattr(spec, "loader", None)) is not importlib.machinery.SourceFileLoader:
+            continue
+        if not isinstance(origin, str) or any(exclude(origin) for exclude in excluded):
+            continue
+        if project_file(origin, where):
+            namespaces[origin] = None if origin in namespaces else namespace
+    WITHIN.append(True)  # what it reads of abc's code is no run's
+    try:
+        for code in compress(PREPARED_CODES, map(_MODULE.__eq__, map(_NAME, PREPARED_CODES))):
+            space = namespaces.get(code.co_filename)
+            if isinstance(space, dict):
+                PREPARED_QUIET[id(code)] = (space, module_quiet(code, space))
+    finally:
+        WITHIN.clear()

@@ -11,6 +11,8 @@ from .interpreter import threads
 #: ``CallsiteParameterAdder`` names the process (``process_name``) only when it is
 #: imported, as ``logging.LogRecord`` asks it for ``processName`` only then.
 LOOKED_FOR = ("multiprocessing",)
+#: One entry per preload ended so far.
+ENDS = []
 
 
 def preload(names, mark):
@@ -18,7 +20,8 @@ def preload(names, mark):
     have shown or raised the warning), printed, started a thread or imported a module
     code looks for by its presence (:data:`LOOKED_FOR`), else None. Before
     each import, a lookup of ``mark + name`` in the trace tells memotest whose import read
-    what follows (``_project_reads``); a lookup of ``mark`` ends the preload."""
+    what follows (``_project_reads``); a lookup of ``mark + "-N"`` ends the preload (the
+    N-th of the worker: the shim logs a path once per process)."""
     import contextlib
     import importlib
     import warnings
@@ -54,7 +57,8 @@ def preload(names, mark):
                         f"its import imported {looked_for}, whose presence code looks for",
                     ]
     finally:
-        os.path.exists(mark)  # the end of the preload
+        ENDS.append(None)
+        os.path.exists(f"{mark}-{len(ENDS)}")  # the end of the preload
         os.dup2(out, 1)
         os.close(out)
     return None

@@ -55,6 +55,7 @@ def stop(executed, where):
         c for c in codes if code_watch.project_file(c.co_filename, where)
     )
     code_watch.PREPARED.update(set(sys.modules) - before)
+    code_watch.quiet_prepared(where)
 
 
 def forked():

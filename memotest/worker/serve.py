@@ -9,7 +9,12 @@ worker-side modules, by name).
 ``sys.argv[2]`` is ``listings`` when the runs report the folders they listed, the files
 only their readers opened and the code they executed. Messages are JSON lines: requests
 on fd 0, answers on fd 1: first whether the worker is ready, then for each request the
-pid of the run it forked, and for each run that ended its status and report.
+pid of the run it forked, and for each run that ended its status and report. A request
+``{"promote": {"prepare": ..., "preload": ..., "preload_prepared": ...}}``, which memotest
+sends only once every run the worker forked has ended, has it preload and prepare as
+those keys of the start-up config say, and answer whether it is ready again: a worker
+whose runs (a test runner's collection) are done becomes one that prepares its runs,
+without starting Python and importing its modules again.
 """
 
 import os
@@ -21,6 +26,8 @@ from .monitored import load_executed
 from .preload import preload
 
 PACKAGE = __name__.rpartition(".")[0]
+#: ``memotest/tracer/warm/worker.py``'s ``PROMOTE_MARK``.
+PROMOTE_MARK = "/.memotest-promote"
 USED = ("ctypes", "gc", "importlib.machinery", "json", "select", "threading")
 
 
@@ -69,7 +76,6 @@ def main():
         importlib.import_module(name)
     untimed.install()  # before the project's code binds os.path's probes (untimed.py)
     import ctypes
-    import gc
     import json
 
     cfg = json.loads(sys.argv[1])
@@ -83,10 +89,35 @@ def main():
             importlib.import_module(name)
         except BaseException as exc:
             errors.append(f"import {name}: {exc!r}")
+    retarget = ctypes.CDLL(cfg["shim"]).memotest_shim_retarget
+    retarget.argtypes = [ctypes.c_char_p]
+    retarget.restype = ctypes.c_int
+    preloaded = frozenset()
+    executed = None
+    while True:
+        preloaded, executed, runner, had, where = get_ready(cfg, errors, preloaded, executed)
+        job, memfd = serve()
+        if "promote" not in job:
+            return job, retarget, memfd, preloaded, had, where, executed, runner
+        # Asked to prepare runs now, its runs so far all ended (``promote``): it goes on
+        # from its start-up as a worker started with that preparation would. What its
+        # runs wrote in its trace before they retargeted theirs is before the mark.
+        os.path.exists(PROMOTE_MARK)
+        cfg = dict(cfg, **job["promote"])
+
+
+def get_ready(cfg, errors, preloaded, executed):
+    """Preloads, has a plugin prepare the runs (when ``cfg`` says what), says whether it
+    is ready; ``(preloaded, executed, runner, had, where)``: every module preloaded so
+    far, what notes the code a run executes, what each child runs instead of the module
+    (None: the module), the modules a run does not report, the interpreter's folders."""
+    import gc
+
     before = set(sys.modules)
     refused = None if errors else preload(cfg.get("preload") or [], cfg["mark"])
-    preloaded = frozenset(set(sys.modules) - before)
-    executed = load_executed(cfg)
+    preloaded = preloaded | frozenset(set(sys.modules) - before)
+    if executed is None:
+        executed = load_executed(cfg)
     runner = None
     noting = False  # the code the preparation runs (prepared_code.py)
     if cfg.get("prepare") and not errors and not refused:
@@ -106,9 +137,6 @@ def main():
         gc.collect()  # what the preparation left to finalize runs now, noted
         prepared_code.stop(executed, where)
     had = frozenset(sys.modules)  # a run reports what it imported beyond these
-    retarget = ctypes.CDLL(cfg["shim"]).memotest_shim_retarget
-    retarget.argtypes = [ctypes.c_char_p]
-    retarget.restype = ctypes.c_int
     if threads() != 1:
         errors.append("more than one thread after start-up")
     if not hasattr(os, "pidfd_open"):
@@ -131,8 +159,7 @@ def main():
         os._exit(0)
     gc.collect()
     gc.freeze()  # what is shared with the children stays shared
-    job, memfd = serve()
-    return job, retarget, memfd, preloaded | after, had, where, executed, runner
+    return preloaded | after, executed, runner, had, where
 
 
 def prepare(what, errors):
@@ -161,28 +188,42 @@ def prepare(what, errors):
     return None
 
 
+#: What came on fd 0 after the last request :func:`serve` took.
+PENDING = [b""]
+
+
 def serve():
     """Forks a child for each request until end of input and the last child's end;
-    returns ``(job, memfd of its report)`` in each child."""
+    returns ``(job, memfd of its report)`` in each child, and ``(request, -1)`` in the
+    worker for a request to ``promote`` it, once every child it forked has ended (memotest
+    asks only then)."""
     import json
     import select
 
     children = {}  # pidfd: (pid, memfd of its report)
-    buf, eof = b"", False
-    while children or not eof:
-        for fd in select.select([*children, *([] if eof else [0])], [], [])[0]:
+    buf, eof = PENDING[0], False
+    promote = None
+    while children or not (eof or promote):
+        ready = [0] if b"\n" in buf and promote is None else []
+        if not ready:
+            ready = select.select([*children, *([] if eof or promote else [0])], [], [])[0]
+        for fd in ready:
             if fd in children:
                 pid, memfd = children.pop(fd)
                 os.close(fd)
                 _, status = os.waitpid(pid, 0)
                 send({"pid": pid, "status": status, "report": read_report(memfd)})
                 continue
-            chunk = os.read(0, 65536)
-            eof = not chunk
-            buf += chunk
-            while b"\n" in buf:
+            if b"\n" not in buf:
+                chunk = os.read(0, 65536)
+                eof = not chunk
+                buf += chunk
+            while b"\n" in buf and promote is None:
                 line, buf = buf.split(b"\n", 1)
                 job = json.loads(line)
+                if "promote" in job:
+                    promote = job
+                    break
                 memfd = os.memfd_create("memotest-report") if hasattr(os, "memfd_create") else -1
                 pid = os.fork()
                 if pid == 0:
@@ -194,4 +235,7 @@ def serve():
                     return job, memfd
                 children[os.pidfd_open(pid)] = (pid, memfd)
                 send({"id": job["id"], "pid": pid})
+    if promote is not None:
+        PENDING[0] = buf
+        return promote, -1
     os._exit(0)

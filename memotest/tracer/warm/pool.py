@@ -15,19 +15,27 @@ and the same inputs in every record, as the next build would start: nothing a ru
 observes is dropped, only paid for once. At most ``REWARMS`` times per spec and build
 (the collection's imports, then the first targets'), and never for a spec whose worker
 already left modules out in this build (its preload is settled until the next build).
+
+**Promotion.** A build that collects its targets first (``--pytest``) forks the collection
+from a worker of the targets' spec without their preparation (``WarmSpec.prepare``). When
+the first target of a prepared spec asks for its worker and no target of that plain spec
+is left, the plain worker, its runs all ended, is made the prepared one (``promote.py``):
+one Python start and one import of the test runner fewer per build that collects.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
 
 from memotest._executed import extension_path
 from memotest.load.plugins import Config
 from memotest.tracer.warm.preload import PreloadBook
+from memotest.tracer.warm.promote import promote
 from memotest.tracer.warm.remote import RemoteProcess
 from memotest.tracer.warm.spec import WarmSpec
-from memotest.tracer.warm.worker import CHANGED_WHILE_STARTING, Worker
+from memotest.tracer.warm.worker import CHANGED_WHILE_STARTING, WARMUP_TIMEOUT, Worker
 
 #: How many modules the book must know that the current worker did not preload for a
 #: re-warm (see the module doc), and how many re-warms a spec gets per build.
@@ -96,6 +104,11 @@ class WorkerPool:
                         self._note("warm workers replaced too often: no more preloading")
                 if self._starts.get(spec, 0) < 0:
                     return None
+            promoted = self._promote(spec)
+            if promoted is not None:
+                with self._lock:
+                    self._workers[spec] = promoted
+                return promoted
             for attempt in range(self.REFUSALS + 1):
                 # The last attempt preloads nothing: refusals never cost the worker.
                 preload = self.preload_for(spec) if attempt < self.REFUSALS else ()
@@ -128,6 +141,32 @@ class WorkerPool:
                 )
             worker.close()
             return None
+
+    def _promote(self, spec: WarmSpec) -> Worker | None:
+        """The worker of ``spec``'s runs without their preparation, made the worker of
+        ``spec`` (``promote.py``), when every run it forked has ended and no target
+        of the build that could fork from it is left to start (module doc); else None."""
+        if not spec.prepare or self.waiting is None or self._starts.get(spec, 0) != 0:
+            return None
+        plain = dataclasses.replace(spec, prepare=())
+        if self.waiting(plain) > 0:
+            return None
+        with self._lock:
+            current = self._workers.get(plain)
+            if current is None or not current.idle():
+                return None
+            del self._workers[plain]  # this thread's now
+        whole = self.book.whole_for(spec.cwd, spec.python)
+        preload, after = self.preload_for(spec), self.prepared_for(spec)
+        if promote(current, spec, preload, after, whole, WARMUP_TIMEOUT):
+            self.note("a warm worker whose runs ended was prepared for others")
+            return current
+        if current.refused:
+            self.book.refuse(spec.cwd, spec.python, [name for name, _ in current.refused])
+        self.note(f"a warm worker could not be prepared for others ({current.why})")
+        with self._lock:
+            self._retired.append(current)
+        return None
 
     def preload_for(self, spec: WarmSpec) -> tuple[str, ...]:
         """What a new worker for ``spec`` preloads (nothing with preloading off)."""

@@ -228,10 +228,12 @@ def project_reads(
     for ev in events:
         path = ev.fields[0] if ev.fields else ""
         if ev.op == "M" and (path + "/").startswith(PRELOAD_MARK):
-            # ``PRELOAD_MARK + name`` starts a module's import; the mark itself (logged
-            # without its trailing slash) ends the preload: what follows (a plugin
-            # preparing its runs, ``worker/extensions.py``) is no preloaded module's.
+            # ``PRELOAD_MARK + name`` starts a module's import; ``PRELOAD_MARK + "-N"``
+            # (no module's name) ends the preload: what follows (a plugin preparing its
+            # runs, ``worker/extensions.py``) is no preloaded module's.
             current = path[len(PRELOAD_MARK) :]
+            if current.startswith("-"):
+                current = ""
             continue
         kept.append(ev)
         if (

@@ -15,7 +15,6 @@ import json
 import os
 import queue
 import shutil
-import stat
 import subprocess
 import tempfile
 import threading
@@ -29,42 +28,20 @@ from memotest.tracer import shim
 from memotest.tracer.collect import build_trace
 from memotest.tracer.log import Event
 from memotest.tracer.log import read as read_log
+from memotest.tracer.procwatch import Seen
 from memotest.tracer.warm.channel import Channel
 from memotest.tracer.warm.command import worker_argv
 from memotest.tracer.warm.preload import PRELOAD_MARK, project_reads
 from memotest.tracer.warm.reading import read_report
 from memotest.tracer.warm.remote import RemoteProcess
 from memotest.tracer.warm.spec import WarmSpec, WarmUnavailable
+from memotest.tracer.warm.startup import A_DIR, not_ready, own_folder_left_out, path_sig
 from memotest.tracer.warm.vouched import vouched_reads
 from memotest.worker import codes
 
 #: How long a worker may take to import its modules.
 WARMUP_TIMEOUT = 120.0
 CHANGED_WHILE_STARTING = "a file it read changed while it started"
-
-A_DIR = "dir"  # what a directory the worker looked up but did not list is (``_sig``)
-
-
-def _sig(path: str, listed: bool = True) -> StatSig | str | None:
-    """What a path is now: the file it leads to (a symbolic link's own change, to another
-    file, shows as another inode), or None if it leads nowhere. A directory that was not
-    listed is only a directory (``A_DIR``), as validation has it (``Kind.DIR``): the
-    folders above the interpreter (``/tmp``, a home folder) change all the time."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    if not listed and stat.S_ISDIR(st.st_mode):
-        return A_DIR
-    return StatSig.of(st)
-
-
-def own_folder_left_out(events: list[Event], folder: str) -> list[Event]:
-    """The worker's events but those of its own folder (its private ``TMPDIR``, where
-    ``tempfile`` writes a probe the first time it is asked for a folder, as a plugin
-    preparing its runs may): memotest's, not the runs' (each would have written it)."""
-    inside = os.path.join(folder, "")
-    return [ev for ev in events if not (ev.fields and ev.fields[0].startswith(inside))]
 
 
 class Worker:
@@ -150,6 +127,10 @@ class Worker:
         self._ended: dict[int, tuple[int, dict[str, Any] | None]] = {}
         self._gone = False
         self._reader: threading.Thread | None = None
+        #: The processes its start-up's watchers saw; its ready answers after a promotion.
+        self.seen: list[Seen] = []
+        self.logged = 0  # how many events its trace had at its first ready answer
+        self.promoted: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
 
     def start(self) -> bool:
         """Starts the worker and waits until it is ready; False if it cannot be used
@@ -168,15 +149,27 @@ class Worker:
         except TimeoutError:
             msg = None
         self.run.watcher.stop()  # from now on the worker itself does nothing to trace
-        if not msg or not msg.get("ready"):
-            errors = "; ".join(msg.get("errors", [])) if msg else ""
-            refused = msg.get("refused") if msg else None
-            if not errors and isinstance(refused, list) and len(refused) == 2:
-                self.refused = [(str(refused[0]), str(refused[1]))]
-                errors = f"preloading {refused[0]}: {refused[1]}"
-            self.why = errors or self._stderr_tail() or "the worker did not start"
+        self.seen = list(self.run.watcher.seen.values())
+        log = read_log(self.run.log_path)
+        self.logged = len(log[0])
+        if not self.take_ready(msg, started_ns, log):
             return False
-        events, damage = read_log(self.run.log_path)
+        self._reader = threading.Thread(
+            target=self._read, args=(chan,), name="memotest-warm", daemon=True
+        )
+        self._reader.start()
+        self.usable = True
+        return True
+
+    def take_ready(
+        self, msg: dict[str, Any] | None, started_ns: int, log: tuple[list[Event], str | None]
+    ) -> bool:
+        """Reads the worker's ready answer ``msg`` and its trace (``log``: its events
+        and damage) up to it; whether it can be used (else ``why`` says why)."""
+        if not msg or not msg.get("ready"):
+            self.why, self.refused = not_ready(msg, self.err_path)
+            return False
+        events, damage = log
         events, self.refused = project_reads(events, self.spec.cwd, msg.get("roots") or [])
         events = own_folder_left_out(events, self.dir)
         events, self.vouched = vouched_reads(events, self.run.pid)
@@ -196,7 +189,7 @@ class Worker:
             events=events,
             damage=damage,
             records_lost=lost,
-            seen=list(self.run.watcher.seen.values()),
+            seen=self.seen,
             leftovers=[],
             shim=self.run.lib,
             trace_dir=self.run.dir,
@@ -204,11 +197,12 @@ class Worker:
         if not trace.complete:
             self.why = "its start-up was not traced completely"
             return False
-        self.events = events
+        self.events = events  # a new list: the runs forked so far keep theirs
         paths = trace.reads | trace.stats | trace.missing | trace.listed | trace.loaded
         paths |= trace.execs
         self._listed = frozenset(trace.listed)
-        self.snapshot = {p: _sig(p, p in self._listed) for p in sorted(paths)}
+        before = self.snapshot
+        self.snapshot = {p: path_sig(p, p in self._listed) for p in sorted(paths)}
         views = msg.get("views") or {}
         self._views = {
             p: (frozenset(views[p][0]), frozenset(views[p][1]))
@@ -216,17 +210,35 @@ class Worker:
             if p in views and p not in trace.listed_elsewhere
         }
         for p, sig in self.snapshot.items():
-            if isinstance(sig, StatSig) and sig.touched_since(started_ns):
-                if p in self._views and self._view_holds(p):
-                    continue  # what changed is nothing its imports looked for
-                self.why = CHANGED_WHILE_STARTING
-                return False
-        self._reader = threading.Thread(
-            target=self._read, args=(chan,), name="memotest-warm", daemon=True
-        )
-        self._reader.start()
-        self.usable = True
+            if p in before and before[p] == sig:
+                continue  # as it was when it was last ready (``promote.py``)
+            since = p not in before or before[p] == A_DIR  # observed, or listed, since
+            if since and not (isinstance(sig, StatSig) and sig.touched_since(started_ns)):
+                continue
+            if p in self._views and isinstance(sig, StatSig) and self._view_holds(p):
+                continue  # what changed is nothing its imports looked for
+            self.why = CHANGED_WHILE_STARTING
+            return False
         return True
+
+    def idle(self) -> bool:
+        """Whether it is usable and every run it forked has ended."""
+        with self._lock:
+            return self.usable and not self._gone and not self._runs and not self._replies
+
+    def hold(self) -> bool:
+        """Takes it out of use if it is :meth:`idle` (``promote.py``); whether it was."""
+        with self._lock:
+            if not self.usable or self._gone or self._runs or self._replies:
+                return False
+            self.usable = False
+            return True
+
+    def release(self) -> bool:
+        """Puts it back in use (``promote.py``), unless it ended meanwhile."""
+        with self._lock:
+            self.usable = not self._gone
+            return self.usable
 
     def changed(self) -> str | None:
         """The first path the worker observed while starting that is no longer as it was.
@@ -234,7 +246,7 @@ class Worker:
         for are as the worker saw them (``worker/listings.py``)."""
         listed = self._listed
         for p, sig in self.snapshot.items():
-            now = _sig(p, p in listed)
+            now = path_sig(p, p in listed)
             if now != sig:
                 if p in self._views and isinstance(now, StatSig) and self._view_holds(p):
                     self.snapshot[p] = now
@@ -259,10 +271,12 @@ class Worker:
         cwd: str | None,
         env: dict[str, str],
         stdout: IO[bytes],
+        spec: WarmSpec | None = None,
         **_: object,
     ) -> RemoteProcess:
         """Forks a run of ``argv`` (``PYTHON -m MODULE ARGS``); the Popen of a TracedRun.
-        Raises :class:`WarmUnavailable` when the worker cannot take it."""
+        Raises :class:`WarmUnavailable` when the worker cannot take it (or is no longer a
+        worker of ``spec``: :meth:`promote`)."""
         proc = self.run.proc
         if not self.usable or proc is None or proc.stdin is None:
             raise WarmUnavailable(self.why or "the worker is not ready")
@@ -275,6 +289,8 @@ class Worker:
         with self._lock:
             if self._gone:
                 raise WarmUnavailable(self.why)
+            if not self.usable or (spec is not None and spec != self.spec):
+                raise WarmUnavailable("the worker now prepares other runs")
             self._next_id += 1
             job_id = self._next_id
             self._replies[job_id] = answer
@@ -330,6 +346,9 @@ class Worker:
                     self.why = self.why or "the worker ended"
                     waiting, self._replies = list(self._replies.values()), {}
                     lost, self._runs = list(self._runs.values()), {}
+                elif "ready" in msg:  # ready again, once promoted
+                    self.promoted.put(msg)
+                    continue
                 elif "id" in msg:
                     answer = self._replies.pop(int(msg["id"]), None)
                     if answer is not None:
@@ -345,18 +364,12 @@ class Worker:
                     else:
                         run.ended(status, report)
                     continue
+            self.promoted.put(None)
             for answer in waiting:
                 answer.put(None)
             for run in lost:
                 run.lose()
             return
-
-    def _stderr_tail(self) -> str:
-        try:
-            with open(self.err_path, "rb") as f:
-                return f.read()[-300:].decode("utf-8", "replace").strip()
-        except OSError:
-            return ""
 
     def close(self) -> None:
         """Stops the worker (killing runs it still has) and removes its folder."""
