@@ -266,7 +266,7 @@ class Meta(type):
     """A metaclass: made by type, from its base type, as a plain class is."""
 
     def __call__(cls, *args, **kwargs):
-        return super().__call__(*args, **kwargs)
+        return type.__call__(cls, *args, **kwargs)
 
 
 class Plain(base.Base, metaclass=abc.ABCMeta):
