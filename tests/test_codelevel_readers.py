@@ -23,6 +23,15 @@ CLASS_LINE_READERS = {
         "from pkg.readers import Meta\n\nclass Sub(metaclass=Meta):\n    pass\n",
         "assert m.Sub.line == 3",
     ),
+    # A metaclass of the same module: its own statement is made by type alone (quiet),
+    # the statement it makes a class of runs its __new__ (held).
+    "own_metaclass": (
+        "import sys\nclass Meta(type):\n    def __new__(mcls, name, bases, ns):\n"
+        "        cls = type.__new__(mcls, name, bases, ns)\n"
+        "        cls.line = sys._getframe(1).f_lineno\n        return cls\n"
+        "class Sub(metaclass=Meta):\n    pass\n",
+        "assert m.Sub.line == 7",
+    ),
     # __set_name__ of a descriptor made outside the class body (no call in the body).
     "set_name": (
         "from pkg.readers import Named\nd = Named()\nclass Sub:\n    x = d\n",
@@ -133,7 +142,7 @@ def statuses(proj: Path) -> dict[str, str]:
 #: (``code_watch.quiet_prepared``), not in each run.
 PREPARED_READERS = {
     f"prepared_{name}": CLASS_LINE_READERS[name]
-    for name in ("init_subclass", "metaclass", "set_name", "body_call")
+    for name in ("init_subclass", "metaclass", "own_metaclass", "set_name", "body_call")
 }
 
 
@@ -144,12 +153,18 @@ def test_a_line_added_above_a_class_re_runs_every_reader_of_its_line(tmp_path):
     files["conftest.py"] = "".join(f"import pkg.{name}\n" for name in PREPARED_READERS)
     proj = write_tree(tmp_path / "proj", files)
     assert set(statuses(proj).values()) == {"passed"}
-    for name in readers:  # a line right above the class statement
-        path = proj / "pkg" / f"{name}.py"
-        lines = path.read_text().splitlines(keepends=True)
-        at = next(n for n, line in enumerate(lines) if line.startswith(("class ", "@")))
-        path.write_text("".join([*lines[:at], "# one line more\n", *lines[at:]]))
-    assert statuses(proj) == dict.fromkeys(readers, "failed")
+    # The modules the preparation ran apart: an edit of one re-runs every target, which
+    # would hide the others' false skips.
+    for part, others in ((CLASS_LINE_READERS, "cached"), (PREPARED_READERS, "failed")):
+        for name in part:  # a line right above the (last) class statement
+            path = proj / "pkg" / f"{name}.py"
+            lines = path.read_text().splitlines(keepends=True)
+            at = max(n for n, line in enumerate(lines) if line.startswith("class "))
+            while at and lines[at - 1].startswith("@"):  # above its decorators
+                at -= 1
+            path.write_text("".join([*lines[:at], "# one line more\n", *lines[at:]]))
+        want = {name: "failed" if name in part else others for name in readers}
+        assert statuses(proj) == want
 
 
 #: Readers of a function's docstring or signature that never run the function.
@@ -247,6 +262,13 @@ def used(x):
     return x + 1
 
 
+class Meta(type):
+    """A metaclass: made by type, from its base type, as a plain class is."""
+
+    def __call__(cls, *args, **kwargs):
+        return type.__call__(cls, *args, **kwargs)
+
+
 class Plain(base.Base, metaclass=abc.ABCMeta):
     """Made by type and abc alone: no Python code of the project runs as it is made."""
 
@@ -277,7 +299,8 @@ class Plain(base.Base, metaclass=abc.ABCMeta):
 def test_a_line_added_above_a_plain_class_re_runs_nothing(tmp_path):
     """The narrowing the red team above guards: a class made by ``type`` or
     ``abc.ABCMeta`` whose body only binds names, functions and what ``property``,
-    ``staticmethod``, ``classmethod`` and ``abc.abstractmethod`` make of them."""
+    ``staticmethod``, ``classmethod`` and ``abc.abstractmethod`` make of them; a
+    metaclass whose base is ``type`` too (``own_metaclass`` there)."""
     files = {
         "pytest.ini": "[pytest]\n",
         "pkg/__init__.py": "",
@@ -289,12 +312,12 @@ def test_a_line_added_above_a_plain_class_re_runs_nothing(tmp_path):
         # of the body there, left out of the vouched body's digest), by parsing the file
         # before: either way it reads the source, which holds it.
         "tests/test_c.py": "import inspect, pkg.a\n\ndef test_c():\n"
-        "    assert inspect.getsourcelines(pkg.a.Plain)[1] == 9\n",
+        "    assert inspect.getsourcelines(pkg.a.Plain)[1] == 16\n",
     }
     proj = write_tree(tmp_path / "proj", files)
     assert statuses(proj) == {"a": "passed", "b": "passed", "c": "passed"}
     path = proj / "pkg" / "a.py"
-    path.write_text(path.read_text().replace("\nclass Plain", "\n# a note\nclass Plain", 1))
+    path.write_text(path.read_text().replace("\nclass Meta", "\n# a note\nclass Meta", 1))
     assert statuses(proj) == {"a": "cached", "b": "cached", "c": "failed"}
     # A call in its body is Python code that could read the module's frame: held again.
     path.write_text(path.read_text().replace('["a", "b", "c"]', 'list("abc")', 1))

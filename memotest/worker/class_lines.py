@@ -134,11 +134,26 @@ def _class_is_plain(cls, metas):
     if not all(_plain_value(v, metas) for v in own.values()):
         return False
     for base in type.__dict__["__bases__"].__get__(cls):  # abc looks these names up in cls
-        for name in _own(base).get("__abstractmethods__", ()):
+        names = _abstract_names(base)
+        if names is None:
+            return False
+        for name in names:
             found = next((_own(b)[name] for b in _mro(cls) if name in _own(b)), None)
             if not _plain_value(found, metas):
                 return False
     return True
+
+
+def _abstract_names(base):
+    """The names ``abc`` finds in ``base.__abstractmethods__`` (its own, by ``type``'s
+    descriptor), or None when they are not a set of strings. ``type``'s own is that
+    descriptor, which finds none there: a metaclass's base has none."""
+    if base is type:
+        return ()
+    names = _own(base).get("__abstractmethods__", ())
+    if type(names) not in (frozenset, set, tuple) or any(type(n) is not str for n in names):
+        return None
+    return names
 
 
 def _of_constants(part, instruction):
