@@ -7,7 +7,11 @@ those ran: it may have rewritten what they read); the command runner settles eac
 (replays a fresh one, or in a dry run reports it) or it becomes ready; the loop starts
 what may start and reaps what finished. Every target goes through the same
 :class:`~memotest.drive.step.Step` as a command memoized from another tool. Finished runs are
-turned into records in this thread: SQLite is only touched here.
+turned into records in this thread: SQLite is only touched here. A finished run's record
+is taken of the file system at once (:meth:`~memotest.drive.step.Step.capture`), before
+anything else starts, and finished (refined, mapped, stored:
+:meth:`~memotest.drive.step.Step.complete`) once what may start has started, while it runs
+(``tests/test_deferred_record.py``).
 
 Where the rest lives: :mod:`memotest.loop.build_queue` (waiting, ready, done),
 :mod:`memotest.loop.command_runner` (threads, ``-j``, ``exclusive``, make's jobserver; the dry
@@ -25,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memotest.check.plan import Fresh, Stale
-from memotest.drive.step import Step
+from memotest.drive.step import Pending, Step
 from memotest.errors import UsageError
 from memotest.load import plugins
 from memotest.load.config import Project
@@ -141,7 +145,10 @@ class Build:
             self.waiting = Counter(_spec_key(t) for t in targets if t.warm and t.argv)
             if pool is not None:
                 pool.expect(self._waiting)
-            while queue or self.runner.busy:
+            # Runs that finished, their records taken of the file system but not finished
+            # (Step.capture): finished once what may start has started.
+            pending: list[Pending] = []
+            while queue or self.runner.busy or pending:
                 released = queue.released()
                 if released:
                     self.settle(released, queue)
@@ -152,15 +159,20 @@ class Build:
                     self.step.snapshot(target, queue.records.get(target.name))
                     self.step.choose(target, self.verdicts.get(target.name), self.store)
                     self.runner.start(target)
-                if self.runner.busy:
+                if pending:
+                    for each in pending:
+                        result = self.step.complete(each, self.store)
+                        self.audit.compare(result, self.summary)
+                        self.finish(result, queue, ran=True)
+                    pending = []
+                elif self.runner.busy:
                     names = self.runner.names()
                     plugins.call("memotest_target_running", config=self.config, names=names)
                     for target, outcome in self.runner.wait():
                         conflicts.note_run(target, outcome)
                         verdict = self.verdicts.get(target.name)
-                        result = self.step.record(target, outcome, verdict, self.store)
-                        self.audit.compare(result, self.summary)
-                        self.finish(result, queue, ran=True)
+                        pending.append(self.step.capture(target, outcome, verdict, self.store))
+                        queue.finish(target.name, outcome.status, ran=True)  # may release some
                 elif queue.ready:  # pragma: no cover - defensive: nothing running, nothing fits
                     raise RuntimeError("scheduler stalled")
             conflicts.rerun_hazards(queue.by_name, self.summary)
