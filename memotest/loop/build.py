@@ -93,6 +93,11 @@ def select(project: Project, names: Iterable[str]) -> list[Target]:
     return [t for n, t in project.targets.items() if n in wanted]
 
 
+#: How long the build waits for the targets it just started to be launched before it
+#: finishes the records of those that ended (it only orders the work; nothing depends on it).
+LAUNCH_WAIT_S = 0.2
+
+
 class Build:
     """One build of ``project``'s targets. ``store`` is None with ``--no-cache``; ``pool``:
     the warm workers to fork targets from (None: every target starts fresh)."""
@@ -153,13 +158,17 @@ class Build:
                 if released:
                     self.settle(released, queue)
                     continue
+                launches = self.step.runner.launched
                 while queue.ready and self.runner.can_start(queue.ready[0]):
                     target = queue.ready.pop(0)
                     self._started(target)
                     self.step.snapshot(target, queue.records.get(target.name))
                     self.step.choose(target, self.verdicts.get(target.name), self.store)
                     self.runner.start(target)
+                    launches += 1
                 if pending:
+                    # What just started starts first: its thread would share the GIL.
+                    self.step.runner.wait_launched(launches, LAUNCH_WAIT_S)
                     for each in pending:
                         result = self.step.complete(each, self.store)
                         self.audit.compare(result, self.summary)
