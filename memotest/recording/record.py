@@ -24,10 +24,11 @@ from pathlib import Path
 from memotest.check.keys import TargetKey
 from memotest.check.shaping import used
 from memotest.inputs import effect
+from memotest.inputs.base import InputKind
 from memotest.inputs.matches import declared
 from memotest.inputs.registry import kind_of, refine
 from memotest.load import plugins
-from memotest.model import Outcome, Target
+from memotest.model import Kind, Outcome, Target
 from memotest.recording.parts import parts_blob
 from memotest.run.observe import Ignore, observe
 from memotest.run.rewritten import Before, rewritten_as_before
@@ -127,11 +128,15 @@ def draft_record(
         dropped = len(obs.inputs) < n
     why = list(obs.uncacheable)
     inputs = []
+    kinds: dict[Kind, InputKind] = {}
     for path, observed in obs.inputs:
         if _links_into_kernel_fs(path, states):
             continue  # /etc/mtab -> /proc/self/mounts: a kernel file system, never an input
+        kind = kinds.get(observed)
+        if kind is None:
+            kind = kinds[observed] = kind_of(observed)
         try:
-            fp, changes = kind_of(observed).after_run(path, states, trace)
+            fp, changes = kind.after_run(path, states, trace)
         except OSError as exc:
             why.append(f"cannot fingerprint {path}: {exc.strerror or exc}")
             continue
