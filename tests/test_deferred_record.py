@@ -53,4 +53,4 @@ def test_a_record_finished_while_the_next_target_runs_holds_what_the_run_saw(tmp
     assert statuses == {"a": "passed", "b": "passed"}, out
     code, out, statuses = build_statuses(root, "-j1", "--dry-run", "a")
     assert statuses == {"a": "skipped"}, out  # would run: zz_dir's mode, zz_link changed
-    assert "would run" in out, out
+    assert "would run" in out and ("zz_dir" in out or "zz_link" in out), out
