@@ -15,7 +15,9 @@ takes a target at a time:
   rewrote, as they are now (:func:`memotest.run.rewritten.snapshot`);
 * :meth:`Step.run`: the target under the tracer (``memotest_before_target`` first; a
   ``flaky`` target is tried again while it fails);
-* :meth:`Step.record`: the run's record put into the store;
+* :meth:`Step.record`: the run's record put into the store, in two parts: what it takes of
+  the file system (:meth:`Step.capture`, right after the run) and the rest
+  (:meth:`Step.complete`, which a build does while the next target runs);
 * :meth:`Step.report`: ``memotest_after_target`` for a result (a plugin failing there
   stops nothing);
 * :meth:`Step.mark_used`: the variants replayed, marked used in the store, once per build
@@ -36,7 +38,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -51,7 +53,7 @@ from memotest.load import plugins
 from memotest.load.config import Settings
 from memotest.load.plugins import Config
 from memotest.model import Outcome, Target
-from memotest.recording.record import make_record
+from memotest.recording.record import Draft, draft_record, finish_record
 from memotest.reporting.report import TargetResult
 from memotest.run.observe import Ignore
 from memotest.run.rewritten import Before, snapshot
@@ -66,6 +68,14 @@ from memotest.world.roots import of as roots_of
 FLAKY_ATTEMPTS = 3
 
 Verdict = Fresh | Stale
+
+
+@dataclass
+class Pending:
+    """A run's result and, until :meth:`Step.complete`, the draft of its record."""
+
+    result: TargetResult
+    draft: Draft | None = None
 
 
 class Step:
@@ -218,7 +228,17 @@ class Step:
         self, target: Target, outcome: Outcome, verdict: Verdict | None, store: Store | None
     ) -> TargetResult:
         """The result of a run, its record put into ``store`` (none without a store, nor
-        for a run that left no trace or was interrupted)."""
+        for a run that left no trace or was interrupted): :meth:`capture`, then
+        :meth:`complete`."""
+        return self.complete(self.capture(target, outcome, verdict, store), store)
+
+    def capture(
+        self, target: Target, outcome: Outcome, verdict: Verdict | None, store: Store | None
+    ) -> Pending:
+        """What the record of a run takes of the file system, taken now, right after the
+        run (:func:`memotest.recording.record.draft_record`); the rest is :meth:`complete`'s,
+        which may be done while another target runs. A partial run's record is merged
+        with the last one here (the merge reads the files the unrun tests ran)."""
         reason = verdict.reason if isinstance(verdict, Stale) else None
         reason = self.unreplayable.pop(target.name, reason)
         before = self.before.pop(target.name, None)
@@ -245,15 +265,15 @@ class Step:
             result.fault = True
         trace = outcome.trace
         if trace is None or self.runner.interrupted.is_set():
-            return result
+            return Pending(result)
         result.whole = trace.code_whole
         # What the target wrote is no longer what this build's snapshot says.
         self.states.forget(trace.writes | trace.deleted)
         if store is None:
-            return result
+            return Pending(result)
         key = self.key(target)
         try:
-            rec = make_record(
+            draft = draft_record(
                 target,
                 outcome,
                 key=key,
@@ -265,17 +285,38 @@ class Step:
                 services=self.settings.services,
                 effects_in=self._in_roots if self.effects else None,
             )
+        except Exception as exc:  # the run stands, and is never run twice (faults.py)
+            return Pending(self._fault(result, target, exc))
+        pending = Pending(result, draft)
+        if sel is not None:
+            return Pending(self.complete(pending, store, sel))
+        return pending
+
+    def complete(
+        self, pending: Pending, store: Store | None, sel: Selection | None = None
+    ) -> TargetResult:
+        """The result of :meth:`capture`, its record finished and put into ``store``
+        (:func:`memotest.recording.record.finish_record`: it reads no file whose
+        fingerprint it does not check first)."""
+        result, draft = pending.result, pending.draft
+        if draft is None or store is None:
+            return result
+        try:
+            rec = finish_record(draft, self.states, store)
             if sel is not None:
                 rec = self.merged(sel, rec, store)
             store.put(rec)
             if self.uploader is not None:
-                self.uploader(store, key, rec)
+                self.uploader(store, draft.key, rec)
         except Exception as exc:  # the run stands, and is never run twice (faults.py)
-            result.note = faults.note(self.root, f"recording {target.name}", exc)
-            result.fault = True
-            return result
-        if not rec.cacheable and outcome.status == "passed":
+            return self._fault(result, draft.target, exc)
+        if not rec.cacheable and draft.outcome.status == "passed":
             result.note = f"not cached: {rec.uncacheable_reason}"
+        return result
+
+    def _fault(self, result: TargetResult, target: Target, exc: Exception) -> TargetResult:
+        result.note = faults.note(self.root, f"recording {target.name}", exc)
+        result.fault = True
         return result
 
     def _in_roots(self, path: str) -> bool:

@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
-from memotest.model import Input, Kind, StatSig, Trace
+from memotest.model import Input, Kind, StatSig, Trace, changed_since
 from memotest.world.fingerprint import UNREADABLE, FileStates, Fingerprint, Refresh, is_racy
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ class InputKind:
         """``path``, observed as this kind, fingerprinted right after the run, and why
         the result may not be reused (``states.fingerprint`` raises ``OSError``)."""
         now = states.fingerprint(path, self.kind, fresh=True)
-        return now, changed_during_run(now, trace)
+        return now, changed_during_run(now, trace, states)
 
     def refine(
         self, inputs: list[Fingerprint], trace: Trace, states: FileStates, store: Store
@@ -112,9 +112,14 @@ class InputKind:
         return "changed"
 
 
-def changed_during_run(now: Fingerprint, trace: Trace) -> list[str]:
+def changed_during_run(
+    now: Fingerprint, trace: Trace, states: FileStates | None = None
+) -> list[str]:
     """Why ``now`` (taken right after the run of a path the run found) may not be what
-    the target saw: it went, or it is a file changed since the run started."""
+    the target saw: it went, or it is a file changed since the run started, or (with the
+    ``states`` it was taken from: their cached ``lstat``, no other call) a symbolic link
+    re-pointed, or a folder whose mode or owner changed, since then
+    (:func:`link_or_mode_changed`)."""
     if now.kind is Kind.ABSENT:
         return [f"{now.path} disappeared while the target ran"]
     if (
@@ -123,6 +128,39 @@ def changed_during_run(now: Fingerprint, trace: Trace) -> list[str]:
         and now.sig.touched_since(trace.started_ns, trace.fs_started_ns)
     ):
         return [f"file {now.path} changed while the target ran"]
+    if states is not None and (now.link is not None or now.kind is Kind.DIR):
+        return link_or_mode_changed(now, trace, states)
+    return []
+
+
+def link_or_mode_changed(now: Fingerprint, trace: Trace, states: FileStates) -> list[str]:
+    """What the ctime of a file's own ``stat`` does not show of a change during the run:
+    a symbolic link at ``now.path`` re-pointed (at an older file: the link's own ctime
+    moves, the file's does not), or the mode of a folder (its ctime moves, its mtime
+    does not). The tree's own changes of the path are not counted (it changed what it
+    had observed: ``first_change``). A folder whose entries changed has mtime and ctime
+    moved together, which its mode does not depend on: only a ctime newer than the mtime
+    counts (a mode change after the last change of its entries)."""
+    if now.path in trace.first_change:
+        return []
+    started, fs_started = trace.started_ns, trace.fs_started_ns
+    if now.link is not None:
+        link = states.lstat(now.path)
+        if (
+            link is not None
+            and link is not UNREADABLE
+            and changed_since(link.st_mtime_ns, link.st_ctime_ns, started, fs_started)
+        ):
+            return [f"symlink {now.path} changed while the target ran"]
+    if now.kind is Kind.DIR:
+        st = states.stat(now.path)
+        if (
+            st is not None
+            and st is not UNREADABLE
+            and st.st_ctime_ns > st.st_mtime_ns
+            and changed_since(st.st_mtime_ns, st.st_ctime_ns, started, fs_started)
+        ):
+            return [f"folder {now.path} changed mode while the target ran"]
     return []
 
 

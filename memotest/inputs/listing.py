@@ -24,6 +24,7 @@ from memotest.inputs.base import (
     InputKind,
     changed_during_run,
     gained_lost,
+    link_or_mode_changed,
     names_phrase,
     refresh,
     sig_holds,
@@ -65,8 +66,8 @@ class Listing(InputKind):
                 )
             if change:
                 why.append(change)
-            return now, why
-        return now, why + changed_during_run(now, trace)
+            return now, why + link_or_mode_changed(now, trace, states)
+        return now, why + changed_during_run(now, trace, states)
 
     def verify(
         self,
@@ -147,11 +148,15 @@ def listing_before_run(
     entry created or changed during the run by someone else (its ctime is not older than
     the start) makes the result unusable.
     """
+    first = trace.first_change
+    # Changed, and not by the tree: by someone else, who may have deleted or renamed
+    # away an entry (which leaves no trace in what is there now).
+    if path not in first and not any(os.path.dirname(p) == path for p in first):
+        return None, f"directory {path} changed while the target ran"
     try:
         names = os.listdir(path)
     except OSError as exc:
         return None, f"directory {path} could not be listed after the run: {exc.strerror}"
-    first = trace.first_change
 
     def skipped(entry: str) -> bool:
         return skip is not None and skip(entry)
@@ -166,6 +171,7 @@ def listing_before_run(
         and not skipped(p)
         and os.path.basename(p) not in names
     ]
+    folders_changed = {os.path.dirname(p) for p in first if p.startswith(path)}
     for name in names:
         entry = os.path.join(path, name)
         if skipped(entry) or first.get(entry) == "N":
@@ -174,12 +180,14 @@ def listing_before_run(
             st = os.lstat(entry)
         except OSError:
             return None, f"directory {path} changed while the target ran"
-        # A folder's ctime moves when its own entries change, which this listing does
-        # not show; a file's moves when it is created (or written).
+        # A file's ctime moves when it is created, renamed or written; a folder's too,
+        # and when its own entries change, which this listing does not show: the tree's
+        # changes in it are not counted, anyone else's are (the folder may be one renamed
+        # in, and that cannot be told from its entries changing).
         if (
             entry not in trace.writes
-            and not stat.S_ISDIR(st.st_mode)
             and changed_since(0, st.st_ctime_ns, trace.started_ns, trace.fs_started_ns)
+            and not (stat.S_ISDIR(st.st_mode) and entry in folders_changed)
         ):
             return None, f"{entry} appeared or changed while the target ran"
         before.append((name, type_letter(st.st_mode)))

@@ -7,7 +7,11 @@ those ran: it may have rewritten what they read); the command runner settles eac
 (replays a fresh one, or in a dry run reports it) or it becomes ready; the loop starts
 what may start and reaps what finished. Every target goes through the same
 :class:`~memotest.drive.step.Step` as a command memoized from another tool. Finished runs are
-turned into records in this thread: SQLite is only touched here.
+turned into records in this thread: SQLite is only touched here. A finished run's record
+is taken of the file system at once (:meth:`~memotest.drive.step.Step.capture`), before
+anything else starts, and finished (refined, mapped, stored:
+:meth:`~memotest.drive.step.Step.complete`) once what may start has started, while it runs
+(``tests/test_deferred_record.py``).
 
 Where the rest lives: :mod:`memotest.loop.build_queue` (waiting, ready, done),
 :mod:`memotest.loop.command_runner` (threads, ``-j``, ``exclusive``, make's jobserver; the dry
@@ -25,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memotest.check.plan import Fresh, Stale
-from memotest.drive.step import Step
+from memotest.drive.step import Pending, Step
 from memotest.errors import UsageError
 from memotest.load import plugins
 from memotest.load.config import Project
@@ -89,6 +93,11 @@ def select(project: Project, names: Iterable[str]) -> list[Target]:
     return [t for n, t in project.targets.items() if n in wanted]
 
 
+#: How long the build waits for the targets it just started to be launched before it
+#: finishes the records of those that ended (it only orders the work; nothing depends on it).
+LAUNCH_WAIT_S = 0.2
+
+
 class Build:
     """One build of ``project``'s targets. ``store`` is None with ``--no-cache``; ``pool``:
     the warm workers to fork targets from (None: every target starts fresh)."""
@@ -141,26 +150,38 @@ class Build:
             self.waiting = Counter(_spec_key(t) for t in targets if t.warm and t.argv)
             if pool is not None:
                 pool.expect(self._waiting)
-            while queue or self.runner.busy:
+            # Runs that finished, their records taken of the file system but not finished
+            # (Step.capture): finished once what may start has started.
+            pending: list[Pending] = []
+            while queue or self.runner.busy or pending:
                 released = queue.released()
                 if released:
                     self.settle(released, queue)
                     continue
+                launches = self.step.runner.launched
                 while queue.ready and self.runner.can_start(queue.ready[0]):
                     target = queue.ready.pop(0)
                     self._started(target)
                     self.step.snapshot(target, queue.records.get(target.name))
                     self.step.choose(target, self.verdicts.get(target.name), self.store)
                     self.runner.start(target)
-                if self.runner.busy:
+                    launches += 1
+                if pending:
+                    # What just started starts first: its thread would share the GIL.
+                    self.step.runner.wait_launched(launches, LAUNCH_WAIT_S)
+                    for each in pending:
+                        result = self.step.complete(each, self.store)
+                        self.audit.compare(result, self.summary)
+                        self.finish(result, queue, ran=True)
+                    pending = []
+                elif self.runner.busy:
                     names = self.runner.names()
                     plugins.call("memotest_target_running", config=self.config, names=names)
                     for target, outcome in self.runner.wait():
                         conflicts.note_run(target, outcome)
                         verdict = self.verdicts.get(target.name)
-                        result = self.step.record(target, outcome, verdict, self.store)
-                        self.audit.compare(result, self.summary)
-                        self.finish(result, queue, ran=True)
+                        pending.append(self.step.capture(target, outcome, verdict, self.store))
+                        queue.finish(target.name, outcome.status, ran=True)  # may release some
                 elif queue.ready:  # pragma: no cover - defensive: nothing running, nothing fits
                     raise RuntimeError("scheduler stalled")
             conflicts.rerun_hazards(queue.by_name, self.summary)

@@ -18,15 +18,17 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from memotest.check.keys import TargetKey
 from memotest.check.shaping import used
 from memotest.inputs import effect
+from memotest.inputs.base import InputKind
 from memotest.inputs.matches import declared
 from memotest.inputs.registry import kind_of, refine
 from memotest.load import plugins
-from memotest.model import Outcome, Target
+from memotest.model import Kind, Outcome, Target
 from memotest.recording.parts import parts_blob
 from memotest.run.observe import Ignore, observe
 from memotest.run.rewritten import Before, rewritten_as_before
@@ -51,11 +53,64 @@ def make_record(
 ) -> Record:
     """The record of a finished run: its inputs fingerprinted right after the run, its
     log, declared outputs and per-test results put into the store's CAS, and whether it
-    may be reused.
+    may be reused (:func:`draft_record`, then :func:`finish_record`).
     ``before``: the files the target's last record rewrote, fingerprinted before this run
     (:func:`snapshot`). ``services``: the endpoints the user declared (``settings.services``).
     ``effects_in``: record what the run left at the paths it wrote for which it is true
     (:func:`effects`)."""
+    draft = draft_record(
+        target,
+        outcome,
+        key=key,
+        states=states,
+        store=store,
+        ignore=ignore,
+        root=root,
+        before=before,
+        services=services,
+        effects_in=effects_in,
+    )
+    return finish_record(draft, states, store)
+
+
+@dataclass
+class Draft:
+    """What a record takes of the file system, taken right after the run
+    (:func:`draft_record`): everything :func:`finish_record` adds reads no path whose
+    fingerprint it does not check first, so that it may be done while the next target
+    runs."""
+
+    target: Target
+    outcome: Outcome
+    key: TargetKey
+    #: The observed inputs, fingerprinted: what the kinds refine.
+    inputs: list[Fingerprint]
+    #: The inputs no kind refines (declared, the effects), added after.
+    extra: list[Fingerprint]
+    effects: list[Fingerprint]
+    why: list[str]
+    outputs: dict[str, str]
+    writes: list[str]
+    rewritten: list[str]
+    dropped: bool
+
+
+def draft_record(
+    target: Target,
+    outcome: Outcome,
+    *,
+    key: TargetKey,
+    states: FileStates,
+    store: Store,
+    ignore: Sequence[str] | Ignore,
+    root: Path,
+    before: Mapping[str, Before] | None = None,
+    services: Sequence[str] = (),
+    effects_in: Callable[[str], bool] | None = None,
+) -> Draft:
+    """The part of a record that looks at the file system: the inputs fingerprinted as
+    they are right after the run, the declared inputs and outputs, the effects. Until it
+    is done nothing that could change them may start (``loop/build.py``)."""
     assert outcome.trace is not None
     trace = outcome.trace
     if not isinstance(ignore, Ignore):
@@ -73,11 +128,15 @@ def make_record(
         dropped = len(obs.inputs) < n
     why = list(obs.uncacheable)
     inputs = []
+    kinds: dict[Kind, InputKind] = {}
     for path, observed in obs.inputs:
         if _links_into_kernel_fs(path, states):
             continue  # /etc/mtab -> /proc/self/mounts: a kernel file system, never an input
+        kind = kinds.get(observed)
+        if kind is None:
+            kind = kinds[observed] = kind_of(observed)
         try:
-            fp, changes = kind_of(observed).after_run(path, states, trace)
+            fp, changes = kind.after_run(path, states, trace)
         except OSError as exc:
             why.append(f"cannot fingerprint {path}: {exc.strerror or exc}")
             continue
@@ -89,9 +148,7 @@ def make_record(
             why.append(held)
         else:
             inputs.append(held)
-    inputs = refine(inputs, trace, states, store)
     extra, cannot = declared(target.cwd, target.inputs, states)  # globs, folders expanded
-    inputs.extend(extra)
     why.extend(cannot)
     outputs: dict[str, str] = {}
     if outcome.status == "passed":
@@ -102,11 +159,26 @@ def make_record(
                 outputs[rel] = output_value(store.put_file(path), executable)
             else:
                 why.append(f"declared output {rel} was not created")
-    parts = parts_blob(trace, inputs, states, store) if trace.phases else None
+    done: list[Fingerprint] = []
     if effects_in is not None:
         done, cannot = effects([p for p in obs.writes if effects_in(p)], target, states)
-        inputs.extend(done)
         why.extend(cannot)
+    return Draft(
+        target, outcome, key, inputs, extra, done, why, outputs, obs.writes, obs.rewritten, dropped
+    )
+
+
+def finish_record(draft: Draft, states: FileStates, store: Store) -> Record:
+    """The record of a :class:`Draft`: its inputs refined (a kind that reads a file again
+    reads it only while its signature is the fingerprint's), the per-test map, the log and
+    the tests' results put into the store's CAS."""
+    target, outcome, key, why = draft.target, draft.outcome, draft.key, draft.why
+    trace = outcome.trace
+    assert trace is not None
+    inputs = refine(draft.inputs, trace, states, store)
+    inputs.extend(draft.extra)
+    parts = parts_blob(trace, inputs, states, store) if trace.phases else None
+    inputs.extend(draft.effects)
     return Record(
         name=target.name,
         status=outcome.status,
@@ -123,11 +195,11 @@ def make_record(
         if why
         else None,
         inputs=inputs,
-        writes=obs.writes,
+        writes=draft.writes,
         log_digest=store.put_blob(outcome.log),
-        outputs=outputs,
-        rewritten=obs.rewritten,
-        shaping=used(key.shaping or frozenset(), inputs, dropped=dropped),
+        outputs=draft.outputs,
+        rewritten=draft.rewritten,
+        shaping=used(key.shaping or frozenset(), inputs, dropped=draft.dropped),
         tests_digest=(
             store.put_blob(encode_tests(outcome.tests)) if outcome.tests is not None else None
         ),

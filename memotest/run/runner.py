@@ -68,7 +68,18 @@ class Runner:
         self.pool = pool
         self._running: set[TracedRun] = set()
         self._lock = threading.Lock()
+        #: How many commands this runner has launched: a build waits for the ones it
+        #: started before it does work of its own that would slow their start down
+        #: (:meth:`wait_launched`).
+        self.launched = 0
+        self._launch = threading.Condition(self._lock)
         self.interrupted = threading.Event()
+
+    def wait_launched(self, count: int, timeout: float) -> None:
+        """Until ``count`` commands were launched in all, or ``timeout`` seconds passed (a
+        run that fails to start is never counted)."""
+        with self._launch:
+            self._launch.wait_for(lambda: self.launched >= count, timeout)
 
     def run(self, target: Target, env: dict[str, str], tee: BinaryIO | None = None) -> Outcome:
         """Runs ``target`` to completion (or timeout) under the tracer. Its output goes to
@@ -138,6 +149,8 @@ class Runner:
                 return self._error(target, f"cannot run {target.argv[0]}: {exc.strerror}", started)
             with self._lock:
                 self._running.add(traced)
+                self.launched += 1
+                self._launch.notify_all()
             try:
                 if self.interrupted.is_set():  # kill_all looked before this run was listed
                     with contextlib.suppress(Exception):

@@ -72,6 +72,11 @@ class LocalBlobStore:
     def __init__(self, directory: Path) -> None:
         self.dir = directory
         self._dir = str(directory)
+        #: The blobs this object wrote, or found whole when asked to write them: a put of
+        #: one of them again (a module's code record, run after run) neither reads nor
+        #: writes it. One damaged since is a miss when read (the module doc), and is then
+        #: forgotten here.
+        self._whole: set[str] = set()
 
     def path(self, digest: str) -> Path:
         """Where the blob of ``digest`` lives (whether or not it exists)."""
@@ -87,8 +92,11 @@ class LocalBlobStore:
 
     def put(self, data: bytes) -> str:
         digest = xxhash.xxh3_128_hexdigest(data)
+        if digest in self._whole:
+            return digest
         dest = self.path(digest)
         if self._intact(digest):
+            self._whole.add(digest)
             return digest
         chunks = [_BLOB_PLAIN, data]
         if len(data) > 64 and _compressible(data):
@@ -96,6 +104,7 @@ class LocalBlobStore:
             if len(packed) < len(data) * 0.9:
                 chunks = [_BLOB_ZLIB, packed]
         self._write_atomic(dest, chunks)
+        self._whole.add(digest)
         return digest
 
     def _write_atomic(self, dest: Path, chunks: Iterable[bytes]) -> None:
@@ -162,6 +171,13 @@ class LocalBlobStore:
 
     def read(self, digest: str) -> bytes:
         try:
+            return self._read(digest)
+        except (CorruptBlob, OSError):
+            self._whole.discard(digest)
+            raise
+
+    def _read(self, digest: str) -> bytes:
+        try:
             raw = self.path(digest).read_bytes()
         except (IsADirectoryError, NotADirectoryError):
             raise CorruptBlob(f"blob {digest} is not a file", digest) from None
@@ -195,6 +211,7 @@ class LocalBlobStore:
     def sweep(self, keep: set[str]) -> tuple[int, int]:
         """Delete every blob whose digest is not in ``keep``, and stray temporary files;
         returns (files deleted, their bytes)."""
+        self._whole.clear()
         doomed: list[Path] = []
         if self.dir.is_dir():
             for sub in self.dir.iterdir():

@@ -137,7 +137,7 @@ class FingerprintTable:
             if pid is None:
                 pid = _insert_path(conn, to_db(path))
                 done.paths[path] = pid
-            kind = Kind(inp.kind).value
+            kind = inp.kind.value if type(inp.kind) is Kind else Kind(inp.kind).value
             key = (pid, kind, inp.digest)
             sig = _storable(getattr(inp, "sig", None))
             verified = getattr(inp, "verified_ns", 0) if sig is not None else 0
@@ -331,8 +331,8 @@ def _storable(sig: Sequence[int] | None) -> tuple[int, ...] | None:
     on some network file systems): such a file is simply always hashed."""
     if sig is None:
         return None
-    out = tuple(int(x) for x in sig)
-    return out if all(-_INT64_MAX <= x <= _INT64_MAX for x in out) else None
+    out = tuple(map(int, sig))
+    return out if not out or (min(out) >= -_INT64_MAX and max(out) <= _INT64_MAX) else None
 
 
 def _better(

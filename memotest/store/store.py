@@ -55,6 +55,7 @@ class Store(Unions, Housekeeping):
         self._blobs = LocalBlobStore(self.cas_dir)
         self._fps = FingerprintTable(self._db, self._mutex, Roots(root), self._guarded)
         self._said_blob = False  # a damaged blob was reported (once per store handle)
+        self._listings_saved: set[str] = set()  # by this handle (_save_listing_names)
         self._puts = 0  # records written through this handle, for gc_if_due()
         self._pending_unions: list[dict[str, Any]] = []  # merged, not yet kept (.unions)
 
@@ -260,15 +261,18 @@ class Store(Unions, Housekeeping):
     def _save_listing_names(self, inputs: Iterable[Input]) -> None:
         """Save the entry names an input carries (a listing's, ``Fingerprint.names``) under
         its digest, when they hash to it, so :meth:`listing_names` can give them back."""
+        saved = self._listings_saved
         for inp in inputs:
             names = getattr(inp, "names", None)
-            if names is not None:
+            if names is not None and inp.digest not in saved:
                 types = getattr(inp, "types", None)
                 digest, blob = listing_digest(
                     (os.fsencode(n) for n in names), types, getattr(inp, "link", None)
                 )
-                if digest == inp.digest and not self.has_blob(digest):
-                    self.put_blob(blob)
+                if digest == inp.digest:
+                    if not self.has_blob(digest):
+                        self.put_blob(blob)
+                    saved.add(digest)  # a listing many runs made: hashed and saved once
 
     def remove(self, name: str) -> bool:
         """Forget every variant of ``name``; True if there was one."""

@@ -348,8 +348,13 @@ class FileStates:
         Raises ``OSError`` when the path exists but can't be stat'ed or read (the caller
         should then not cache the target).
         """
-        if fresh:
-            self.forget([path])
+        if fresh:  # self.forget([path]), inlined: once per input of every run recorded
+            self._lstat.pop(path, None)
+            self._stat.pop(path, None)
+            self._links.pop(path, None)
+            self._errors.pop(path, None)
+            self._files.pop(path, None)
+            self._listings.pop(path, None)
         st = self.stat(path)
         if st is None:
             return Fingerprint(path, Kind.ABSENT, NO_DIGEST)
@@ -381,16 +386,18 @@ class FileStates:
                 listed.types,
             )
         if _S_ISREG(mode):
-            sig = StatSig.of(st)
-            link = self.readlink(path)
+            mtime, ctime = st.st_mtime_ns, st.st_ctime_ns
+            sig = StatSig(mtime, st.st_size, st.st_ino, ctime)
+            # st is the lstat of a path that is no symlink: it has no link text
+            link = None if self._lstat.get(path) is st else self.readlink(path)
             kf = self.known_files.get(path)
             if (
                 kf is not None
-                and tuple(kf[1]) == sig
                 and kf[3] == link
-                and not is_racy(sig, kf[2], self.racy_window_ns)
-            ):
-                done = Hashed(kf[0], sig, kf[2], kf[3])
+                and tuple(kf[1]) == sig
+                and (mtime if mtime > ctime else ctime) < kf[2] - self.racy_window_ns
+            ):  # the known hash still holds (is_racy, inlined)
+                return Fingerprint(path, Kind.FILE, kf[0], sig, kf[2], link)
             else:
                 done = self.hash_file(path)
                 # a later fresh fingerprint of the unchanged file (the next target that read

@@ -1,0 +1,151 @@
+"""An input changed by someone else while the target ran is not recorded as what it saw.
+
+The attack: a user edits the tree while a build runs (saves a file, switches a branch).
+A process started by the test, outside memotest's tracing, waits until the target has
+made its observation, changes that input, and only then lets the target finish. The
+record must not fingerprint the changed state as the one the target saw: the next
+build would replay a result computed from the old state. Each kind of change is one the
+file's own ctime does not show: a symlink re-pointed at an older file (the link's ctime
+moves, the file's does not), a folder's mode (its ctime moves, its mtime does not), a
+listed folder's entry renamed, deleted, or a subfolder renamed (the folder's times move).
+The target is a real command under the real shim; the change is made by a thread of
+the test, which no tracer sees (``model.changed_since``, ``inputs/base.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from memotest.memo import MemoResult, run_memoized
+from memotest.model import Target
+
+SH = "/bin/sh"
+
+
+def setup_link(tmp: Path) -> tuple[str, Callable[[], None]]:
+    (tmp / "old.txt").write_text("old\n")
+    os.symlink("old.txt", tmp / "older-link")  # the link and its file both older
+    (tmp / "new.txt").write_text("new\n")
+    os.symlink("new.txt", tmp / "link")
+    return "cat link", lambda: os.replace(tmp / "older-link", tmp / "link")
+
+
+def setup_mode(tmp: Path) -> tuple[str, Callable[[], None]]:
+    (tmp / "d").mkdir(mode=0o755)
+    os.chmod(tmp / "d", 0o755)
+    return "stat -c %a d", lambda: os.chmod(tmp / "d", 0o700)
+
+
+def setup_listing(tmp: Path, change: str) -> tuple[str, Callable[[], None]]:
+    d = tmp / "d"
+    d.mkdir()
+    (d / "x").write_text("x\n")
+    (d / "sub").mkdir()
+    (tmp / "older").write_text("older\n")  # made before the run: an old ctime
+    (tmp / "gone").mkdir()
+
+    def rename_file() -> None:
+        os.replace(d / "x", tmp / "gone" / "x")
+        os.replace(tmp / "older", d / "y")
+
+    actions = {
+        "file renamed": rename_file,
+        "file deleted": lambda: os.unlink(d / "x"),
+        "folder renamed": lambda: os.replace(d / "sub", d / "sub2"),
+    }
+    return "ls d", actions[change]
+
+
+CASES: dict[str, Callable[[Path], tuple[str, Callable[[], None]]]] = {
+    "symlink re-pointed to an older file": setup_link,
+    "folder mode": setup_mode,
+    "listing: file renamed in": lambda t: setup_listing(t, "file renamed"),
+    "listing: file deleted": lambda t: setup_listing(t, "file deleted"),
+    "listing: subfolder renamed": lambda t: setup_listing(t, "folder renamed"),
+    # The tree changes the listed folder too: its times are no longer someone else's.
+    "listing written by the tree: subfolder renamed": lambda t: (
+        "ls d; : > d/out",
+        setup_listing(t, "folder renamed")[1],
+    ),
+}
+
+
+def make_case(tmp_path: Path, case: str) -> tuple[Target, Callable[[], None]]:
+    """The case's tree (older than the run's start), its target and its change."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tmp_path / "sync").mkdir()
+    observe, act = CASES[case](tree)
+    os.mkfifo(tmp_path / "sync" / "go")
+    time.sleep(0.05)  # everything above is older than the run's start
+    # The target observes, says so, and waits for the outside to let it go on.
+    marker, go = tmp_path / "sync" / "observed", tmp_path / "sync" / "go"
+    script = f"{observe}; : > {marker}; read _ < {go}"
+    return Target(name="t", command=(SH, "-c", script), cwd=str(tree)), act
+
+
+def run_with_change(tmp_path: Path, target: Target, act: Callable[[], None] | None) -> MemoResult:
+    """Runs ``target`` (or replays it), while the outside makes the change ``act`` once the
+    target observed its input: a thread of the test, not a process of the target's tree
+    (no tracer sees it)."""
+    marker, go = tmp_path / "sync" / "observed", tmp_path / "sync" / "go"
+    done = threading.Event()
+    marker.unlink(missing_ok=True)
+
+    def outside() -> None:
+        while not marker.exists() and not done.is_set():
+            time.sleep(0.002)
+        try:
+            if act is not None and not done.is_set():
+                act()
+        finally:
+            # Lets the target's read return, once it opened the pipe (never, if replayed).
+            while not done.is_set():
+                try:
+                    fd = os.open(go, os.O_WRONLY | os.O_NONBLOCK)
+                except OSError:  # ENXIO: no reader yet
+                    time.sleep(0.002)
+                    continue
+                os.write(fd, b"\n")
+                os.close(fd)
+                break
+
+    helper = threading.Thread(target=outside)
+    helper.start()
+    try:
+        return run_memoized(target, root=tmp_path / "tree")
+    finally:
+        done.set()
+        helper.join(timeout=30)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_an_input_changed_by_someone_else_while_the_target_ran_is_not_replayed(
+    tmp_path: Path, case: str
+) -> None:
+    target, act = make_case(tmp_path, case)
+    first = run_with_change(tmp_path, target, act)
+    assert first.status == "passed", first.log
+    assert first.note is not None and "while the target ran" in first.note, (case, first.note)
+    again = run_with_change(tmp_path, target, None)
+    assert not again.cached, (case, again.log)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_same_run_without_the_change_is_replayed(tmp_path: Path, case: str) -> None:
+    # The harness alone (the marker, the pipe, the wait) keeps the result reusable.
+    target, _act = make_case(tmp_path, case)
+    first = run_with_change(tmp_path, target, None)
+    assert first.status == "passed", first.log
+    assert first.note is None, (case, first.note)
+    again = run_with_change(tmp_path, target, None)
+    if "written by the tree" in case:  # its own leftover is the next run's world: once more
+        assert not again.cached and again.note is None, (case, again.note)
+        again = run_with_change(tmp_path, target, None)
+    assert again.cached, (case, again.note)
