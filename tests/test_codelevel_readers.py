@@ -142,7 +142,7 @@ def statuses(proj: Path) -> dict[str, str]:
 #: (``code_watch.quiet_prepared``), not in each run.
 PREPARED_READERS = {
     f"prepared_{name}": CLASS_LINE_READERS[name]
-    for name in ("init_subclass", "metaclass", "own_metaclass", "set_name", "body_call")
+    for name in ("init_subclass", "metaclass", "set_name", "body_call")
 }
 
 
