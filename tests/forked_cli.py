@@ -204,6 +204,9 @@ def run(
     """``python -m memotest ARGS`` as ``subprocess.run(capture_output=True)`` runs it,
     forked from the server; None where a fresh interpreter must run it."""
     env = dict(os.environ if env is None else env)
+    folder = os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd())
+    if not os.path.isdir(folder):
+        return None  # subprocess.run raises in the test, as before
     with _lock:
         server = _get_server()
         if server is None or _start_view(env) != server[2]:
@@ -215,7 +218,7 @@ def run(
         reply, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         request = {
             "args": list(args),
-            "cwd": os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd()),
+            "cwd": folder,
             "env": env,
         }
         try:
