@@ -41,10 +41,16 @@ import importlib, json, os, runpy, socket, sys
 
 def preload():
     from memotest.load import entrypoints, plugins
+    # What the commands import: the command line, the plugins, a build; what a run adds
+    # (psutil watches it, threads run it); a memoized collection or tool driver (memo).
     for name in (*plugins.BUILTIN, "memotest.cli", "memotest.commands.build",
                  "memotest.commands.common", "memotest.commands.explain",
-                 "memotest.commands.show", "memotest.loop.build"):
-        importlib.import_module(name)
+                 "memotest.commands.show", "memotest.loop.build", "memotest.memo",
+                 "psutil", "concurrent.futures", "ctypes", "socket", "logging", "tomllib"):
+        try:
+            importlib.import_module(name)
+        except ImportError:  # the command imports it, or says why, as a fresh one does
+            pass
     for ep in entrypoints.entry_points(plugins.ENTRY_POINT_GROUP):
         try:
             ep.load()
