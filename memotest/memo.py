@@ -22,7 +22,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from memotest.check.plan import Fresh, Stale
 from memotest.drive import faults
@@ -32,14 +32,18 @@ from memotest.load import plugins
 from memotest.load.config import Project, Settings
 from memotest.load.plugins import Config
 from memotest.model import Outcome, Target
-from memotest.remote import RemoteCache, open_remote
-from memotest.remote.fetch import fetch
+from memotest.remote import open_remote
 from memotest.reporting.report import TargetResult
 from memotest.run.observe import file_states
 from memotest.run.runner import Runner
 from memotest.run.signals import uniform_terminal_signals
 from memotest.store import Record, Store
 from memotest.tracer.warm.pool import WorkerPool
+
+if TYPE_CHECKING:
+    # Imported where a remote is used (http.client, ssl): every memoized collection of the
+    # pytest plugin and every tox, nox and make driver goes through here.
+    from memotest.remote import RemoteCache
 
 LOCK_TIMEOUT = 600.0
 
@@ -156,6 +160,8 @@ def _replay_or_run(
     with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT, roots=step.roots) as store:
         verdict = step.check([target], store)[target.name]
         if remote is not None and isinstance(verdict, Stale):
+            from memotest.remote.fetch import fetch
+
             verdict = fetch(remote, step, store, [target], {target.name: verdict}).get(
                 target.name, verdict
             )

@@ -13,6 +13,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import forked_cli
 import pytest
 from cpu_record import register as register_cpu_recorder
 
@@ -33,6 +34,10 @@ def pytest_configure(config: pytest.Config) -> None:
     register_cpu_recorder(config)
     if not hasattr(config, "workerinput"):  # once, before any xdist worker starts
         compile_own_modules()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    forked_cli.stop_server()
 
 
 def compile_own_modules() -> None:
@@ -59,7 +64,12 @@ def memotest(
     timeout: float = 120,
     input: bytes | None = None,
 ) -> subprocess.CompletedProcess:
-    """Runs ``python -m memotest ARGS`` and captures its output (bytes)."""
+    """Runs ``python -m memotest ARGS`` and captures its output (bytes): forked from a
+    process that has imported memotest where Python's start would be the same
+    (``forked_cli.py``), else in a fresh interpreter."""
+    forked = forked_cli.run(args, cwd, env, timeout, input)
+    if forked is not None:
+        return forked
     return subprocess.run(
         [sys.executable, "-m", "memotest", *args],
         cwd=cwd,

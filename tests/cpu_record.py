@@ -20,13 +20,15 @@ from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
+import forked_cli
 import pytest
 
 
 def _cpu() -> tuple[float, float]:
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + kids.ru_utime, own.ru_stime + kids.ru_stime
+    forked = forked_cli.children_cpu  # the memotest commands forked for this process
+    return own.ru_utime + kids.ru_utime + forked[0], own.ru_stime + kids.ru_stime + forked[1]
 
 
 class CpuRecorder:

@@ -485,7 +485,7 @@ def test_second_build_waits_for_the_lock_or_says_so(tmp_path):
         tmp_path,
         """
         [targets.hold]
-        command = "sleep 2"
+        command = "touch started; sleep 2"
     """,
     )
     first = subprocess.Popen(
@@ -494,7 +494,11 @@ def test_second_build_waits_for_the_lock_or_says_so(tmp_path):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    time.sleep(0.8)
+    # The first build holds the store's lock once its target runs (a fixed sleep lost
+    # the race to a second build that started faster than the first under load).
+    deadline = time.monotonic() + 60
+    while not (root / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
     second = memotest("build", cwd=root)
     first.wait()
     err = second.stderr.decode()

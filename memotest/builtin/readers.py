@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 
-from memotest.builtin.git_index import git_index_digest
 from memotest.hookspecs import hookimpl
 from memotest.inputs.readers import UNPARSED, Caller, Reader, part_digest
 
@@ -101,6 +100,14 @@ def gzip_digest(data: bytes) -> str:
     return part_digest(GZIP_DATA, b"".join(kept))
 
 
+def _git_index_digest(data: bytes, path: str) -> str:
+    """``git_index.git_index_digest``, imported when an index is read (hashlib, struct:
+    every command loads this plugin)."""
+    from memotest.builtin.git_index import git_index_digest
+
+    return git_index_digest(data, path)
+
+
 READERS = [
     Reader(
         name=ENTRY_POINTS,
@@ -130,7 +137,7 @@ READERS = [
         name="git-index",
         match="index",
         callers=(),
-        digest=git_index_digest,
+        digest=lambda data, path: _git_index_digest(data, path),
         holds_by="its entries",
         unparsed="no longer parses as a git index",
     ),

@@ -21,13 +21,19 @@ from __future__ import annotations
 import fnmatch
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memotest.errors import ConfigError
 from memotest.hookspecs import hookimpl
 from memotest.load.config import Project, Settings, find_cycle
 from memotest.load.plugins import LoadRequest
 from memotest.model import SourceLocation, Target
-from memotest_make import database
+
+if TYPE_CHECKING:
+    from memotest_make import database
+
+# Every memotest command loads this plugin: make's database (subprocess, its regexes) is
+# imported when a Makefile is loaded.
 
 SOURCE = "make"
 PREFIX = "make:"
@@ -75,6 +81,8 @@ def memotest_load_targets(request: LoadRequest) -> Project | None:
 def load(path: Path) -> tuple[Project, list[str]]:
     """The Makefile's explicit targets as ``make:<name>`` targets, and the names a build
     without names builds (:func:`default_names`)."""
+    from memotest_make import database
+
     path = path.absolute()
     db = database.read(path)
     folder = str(path.parent)

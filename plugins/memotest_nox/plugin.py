@@ -24,15 +24,21 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memotest.errors import ConfigError
 from memotest.hookspecs import hookimpl
+from memotest.lazy import lazy_module
 from memotest.load.config import DEFAULT_PASS_ENV, Project, Settings
 from memotest.load.plugins import LoadRequest
 from memotest.model import SourceLocation, Target
+
+if TYPE_CHECKING:
+    import subprocess
+else:  # every command loads this plugin; nox is only started where there is a noxfile
+    subprocess = lazy_module("subprocess")
 
 NOXFILE = "noxfile.py"
 #: Variables nox itself reads (NOXSESSION, NOX_DEFAULT_VENV_BACKEND, NO_COLOR, CI decides

@@ -33,7 +33,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memotest.check.select import BENIGN_OPENERS
 from memotest.errors import ConfigError, UsageError
@@ -41,7 +41,6 @@ from memotest.hookspecs import hookimpl
 from memotest.load.config import DEFAULT_PASS_ENV, Project, Settings
 from memotest.load.plugins import Config, LoadRequest
 from memotest.model import SourceLocation, Target
-from memotest.tracer.warm.pool import WorkerPool
 from memotest_pytest import collect as driver
 from memotest_pytest import split, worker_side
 from memotest_pytest.collect import MARK, NARROW, ONLY
@@ -53,6 +52,9 @@ from memotest_pytest.ignore import memotest_ignore  # noqa: F401
 from memotest_pytest.plain import memotest_before_target  # noqa: F401
 from memotest_pytest.readers import memotest_readers  # noqa: F401
 from memotest_pytest.warm import memotest_warm_report, memotest_worker_modules  # noqa: F401
+
+if TYPE_CHECKING:
+    from memotest.tracer.warm.pool import WorkerPool
 
 #: pytest's own variables change what a run does: passed to the targets and part of the key.
 PYTEST_PASS_ENV = (

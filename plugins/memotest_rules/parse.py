@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memotest.errors import ConfigError
-
-BUILD_NAMES = ("BUILD.bazel", "BUILD")  # Bazel prefers BUILD.bazel when both exist
+from memotest_rules.layout import BUILD_NAMES
 
 TEST_ATTRS = {"name", "srcs", "deps", "data", "args", "env", "size", "timeout", "tags", "flaky"}
 #: Attributes each rule reads.

@@ -32,20 +32,25 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memotest.errors import ConfigError
 from memotest.hookspecs import hookimpl
 from memotest.inputs.readers import UNPARSED, Reader, part_digest
+from memotest.lazy import lazy_module
 from memotest.load.config import Project, Settings
 from memotest.load.plugins import LoadRequest
 from memotest.model import SourceLocation, Target
 from memotest.reporting.report import TargetResult
 from memotest_tox import tox_settings
 from memotest_tox.list_envs import MARK as LIST_MARK
+
+if TYPE_CHECKING:
+    import subprocess
+else:  # every command loads this plugin; tox is only started where there is a tox.ini
+    subprocess = lazy_module("subprocess")
 
 NAME = "tox"
 #: tox's per-run numbered package staging folder, in a ``direct_url.json`` URL.

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, memotest
-from memotest_rules.plugin import LAUNCHER, Workspace
+from memotest_rules.workspace import LAUNCHER, Workspace
 
 from memotest.errors import ConfigError
 
