@@ -248,10 +248,10 @@ class FileStates:
 
     def forget(self, paths: Iterable[str]) -> None:
         """Drop what is cached about these paths (they may have changed since)."""
+        caches = (self._lstat, self._stat, self._links, self._errors, self._files, self._listings)
         for p in paths:
-            for cache in (self._lstat, self._stat, self._links, self._errors, self._files):
+            for cache in caches:
                 cache.pop(p, None)  # type: ignore[attr-defined]
-            self._listings.pop(p, None)
 
     # -- hashing and listing -------------------------------------------------------------
 
@@ -342,19 +342,13 @@ class FileStates:
 
         The kind of the result is what the path *is*: asking for ``FILE`` on a directory
         gives ``DIR``, on a missing path ``ABSENT``. Only an observed ``LISTING`` lists a
-        directory. An
-        unchanged file whose fingerprint already held in this build is not hashed again.
-        ``fresh=True`` re-stats (and re-hashes if needed) instead of using the snapshot.
-        Raises ``OSError`` when the path exists but can't be stat'ed or read (the caller
-        should then not cache the target).
+        directory. An unchanged file whose fingerprint already held in this build is not
+        hashed again. ``fresh=True`` re-stats (and re-hashes if needed) instead of using the
+        snapshot. Raises ``OSError`` when the path exists but can't be stat'ed or read (the
+        caller should then not cache the target).
         """
-        if fresh:  # self.forget([path]), inlined: once per input of every run recorded
-            self._lstat.pop(path, None)
-            self._stat.pop(path, None)
-            self._links.pop(path, None)
-            self._errors.pop(path, None)
-            self._files.pop(path, None)
-            self._listings.pop(path, None)
+        if fresh:
+            self.forget((path,))
         st = self.stat(path)
         if st is None:
             return Fingerprint(path, Kind.ABSENT, NO_DIGEST)
@@ -398,10 +392,9 @@ class FileStates:
                 and (mtime if mtime > ctime else ctime) < kf[2] - self.racy_window_ns
             ):  # the known hash still holds (is_racy, inlined)
                 return Fingerprint(path, Kind.FILE, kf[0], sig, kf[2], link)
-            else:
-                done = self.hash_file(path)
-                # a later fresh fingerprint of the unchanged file (the next target that read
-                # it) reuses this hash, by the same signature rule as above
-                self.known_files[path] = done
+            done = self.hash_file(path)
+            # a later fresh fingerprint of the unchanged file (the next target that read
+            # it) reuses this hash, by the same signature rule as above
+            self.known_files[path] = done
             return Fingerprint(path, Kind.FILE, done.digest, done.sig, done.verified_ns, done.link)
         return Fingerprint(path, Kind.OTHER, NO_DIGEST)
