@@ -149,3 +149,17 @@ def test_the_same_run_without_the_change_is_replayed(tmp_path: Path, case: str) 
         assert not again.cached and again.note is None, (case, again.note)
         again = run_with_change(tmp_path, target, None)
     assert again.cached, (case, again.note)
+
+
+def test_an_ignored_folder_made_beside_by_another_process_keeps_the_record(
+    tmp_path: Path,
+) -> None:
+    # The quickstart at -j2 in a fresh checkout: another target's import makes
+    # `calc/__pycache__` while this one has listed `calc`. The build ignores it (it is in
+    # no listing), so the folder's moved times are that change, not an unseen deletion.
+    target, _act = make_case(tmp_path, "listing: file deleted")
+    first = run_with_change(tmp_path, target, lambda: (tmp_path / "tree/d/__pycache__").mkdir())
+    assert first.status == "passed", first.log
+    assert first.note is None, first.note
+    again = run_with_change(tmp_path, target, None)
+    assert again.cached, again.note

@@ -149,10 +149,6 @@ def listing_before_run(
     the start) makes the result unusable.
     """
     first = trace.first_change
-    # Changed, and not by the tree: by someone else, who may have deleted or renamed
-    # away an entry (which leaves no trace in what is there now).
-    if path not in first and not any(os.path.dirname(p) == path for p in first):
-        return None, f"directory {path} changed while the target ran"
     try:
         names = os.listdir(path)
     except OSError as exc:
@@ -160,6 +156,14 @@ def listing_before_run(
 
     def skipped(entry: str) -> bool:
         return skip is not None and skip(entry)
+
+    # Changed, and not by the tree: by someone else, who may have deleted or renamed
+    # away an entry (which leaves no trace in what is there now), unless an entry the
+    # build ignores changed (another target's import made ``__pycache__``): that is
+    # taken as the change (a deletion at the same time is not seen, docs/limits.md).
+    if path not in first and not any(os.path.dirname(p) == path for p in first):
+        if not any(ignored_changed(os.path.join(path, n), trace, skipped) for n in names):
+            return None, f"directory {path} changed while the target ran"
 
     # An entry the tree deleted first and did not put back: its type is unknown ("?"),
     # but such a run is not reusable anyway (it deleted a file it did not create).
@@ -192,6 +196,17 @@ def listing_before_run(
             return None, f"{entry} appeared or changed while the target ran"
         before.append((name, type_letter(st.st_mode)))
     return sorted(before, key=lambda e: os.fsencode(e[0])), None
+
+
+def ignored_changed(entry: str, trace: Trace, skipped: Callable[[str], bool]) -> bool:
+    """Whether ``entry`` is one the build ignores, created or changed during the run."""
+    if not skipped(entry):
+        return False
+    try:
+        st = os.lstat(entry)
+    except OSError:
+        return False
+    return changed_since(0, st.st_ctime_ns, trace.started_ns, trace.fs_started_ns)
 
 
 KIND = Listing()
