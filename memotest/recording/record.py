@@ -38,41 +38,6 @@ from memotest.tracer.collect import is_pseudo
 from memotest.world.fingerprint import FileStates, Fingerprint
 
 
-def make_record(
-    target: Target,
-    outcome: Outcome,
-    *,
-    key: TargetKey,
-    states: FileStates,
-    store: Store,
-    ignore: Sequence[str] | Ignore,
-    root: Path,
-    before: Mapping[str, Before] | None = None,
-    services: Sequence[str] = (),
-    effects_in: Callable[[str], bool] | None = None,
-) -> Record:
-    """The record of a finished run: its inputs fingerprinted right after the run, its
-    log, declared outputs and per-test results put into the store's CAS, and whether it
-    may be reused (:func:`draft_record`, then :func:`finish_record`).
-    ``before``: the files the target's last record rewrote, fingerprinted before this run
-    (:func:`snapshot`). ``services``: the endpoints the user declared (``settings.services``).
-    ``effects_in``: record what the run left at the paths it wrote for which it is true
-    (:func:`effects`)."""
-    draft = draft_record(
-        target,
-        outcome,
-        key=key,
-        states=states,
-        store=store,
-        ignore=ignore,
-        root=root,
-        before=before,
-        services=services,
-        effects_in=effects_in,
-    )
-    return finish_record(draft, states, store)
-
-
 @dataclass
 class Draft:
     """What a record takes of the file system, taken right after the run
@@ -110,7 +75,11 @@ def draft_record(
 ) -> Draft:
     """The part of a record that looks at the file system: the inputs fingerprinted as
     they are right after the run, the declared inputs and outputs, the effects. Until it
-    is done nothing that could change them may start (``loop/build.py``)."""
+    is done nothing that could change them may start (``loop/build.py``).
+    ``before``: the files the target's last record rewrote, fingerprinted before this run
+    (:func:`snapshot`). ``services``: the endpoints the user declared (``settings.services``).
+    ``effects_in``: record what the run left at the paths it wrote for which it is true
+    (:func:`effects`)."""
     assert outcome.trace is not None
     trace = outcome.trace
     if not isinstance(ignore, Ignore):

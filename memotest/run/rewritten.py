@@ -38,7 +38,7 @@ def snapshot(
     record: Record | None, states: FileStates, cwd: str | None = None
 ) -> dict[str, Before]:
     """Before a run: the files the target's last run read and then wrote, so that
-    :func:`memotest.recording.record.make_record` can tell whether this run left them as they were;
+    :func:`memotest.recording.record.draft_record` can tell whether this run left them as they were;
     and the index of the git work tree ``cwd`` is in, which any ``git status`` of the
     run may refresh (a fresh clone's first run included)."""
     out: dict[str, Before] = {}
