@@ -150,9 +150,11 @@ def build_trace(
                 if op == "M" and mkdir_p(images.get(ev.pid)):
                     op = "Y"
                 if op in OR_STATES:
-                    seen_as.setdefault(path, set()).add(OR_STATES[op])
                     if op == "J":  # a rename onto it, or an unlink that left it absent
                         changed.add(path)
+                    if path in trace.reads:
+                        continue  # read before: its content says more than "absent or"
+                    seen_as.setdefault(path, set()).add(OR_STATES[op])
                     op = "M"  # absent or that state: the same to its caller
                 elif op == "M":
                     strictly_missing.add(path)
