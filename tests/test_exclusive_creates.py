@@ -228,3 +228,25 @@ def test_a_folder_where_a_run_wrote_a_new_file_runs_again(tmp_path):
     expected = {f"w_{kind}": "failed" for kind in PLAIN}
     expected["w_open_w"] = "cached"
     assert {t: s for t, s in got.items() if t.startswith("w_")} == expected, out
+
+
+def test_a_file_read_then_replaced_is_held_by_its_content(tmp_path):
+    """A rename onto a path the run read before (an atomic rewrite) adds no "absent or
+    not a directory" input there (``tracer/collect.py``): the content the run read holds
+    the path. A folder put there, or nothing, runs again; the file it left replays."""
+    code = (
+        "import os; P = 'work/data'; open(P).read(); "
+        "open(P + '.tmp', 'w').write('x'); os.replace(P + '.tmp', P); print('ok')"
+    )
+    root = project(tmp_path, code)
+    (root / "work/data").write_text("x")
+    assert build_statuses(root)[2] == {"t": "passed"}
+    assert build_statuses(root)[2] == {"t": "passed"}  # no fingerprint before run 1
+    assert build_statuses(root)[2] == {"t": "cached"}  # left as found: kept
+    (root / "work/data").unlink()
+    (root / "work/data").mkdir()
+    _code, out, got = build_statuses(root, "-v")
+    assert got == {"t": "failed"}, out
+    (root / "work/data").rmdir()
+    _code, out, got = build_statuses(root, "-v")
+    assert got == {"t": "failed"}, out
