@@ -161,9 +161,11 @@ def listing_before_run(
     # away an entry (which leaves no trace in what is there now), unless an entry the
     # build ignores changed (another target's import made ``__pycache__``): that is
     # taken as the change (a deletion at the same time is not seen, docs/limits.md).
-    if path not in first and not any(os.path.dirname(p) == path for p in first):
-        if not any(ignored_changed(os.path.join(path, n), trace, skipped) for n in names):
-            return None, f"directory {path} changed while the target ran"
+    by_tree = path in first or any(os.path.dirname(p) == path for p in first)
+    if not by_tree and not any(
+        ignored_changed(os.path.join(path, n), trace, skipped) for n in names
+    ):
+        return None, f"directory {path} changed while the target ran"
 
     # An entry the tree deleted first and did not put back: its type is unknown ("?"),
     # but such a run is not reusable anyway (it deleted a file it did not create).
