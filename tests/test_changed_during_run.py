@@ -163,3 +163,58 @@ def test_an_ignored_folder_made_beside_by_another_process_keeps_the_record(
     assert first.note is None, first.note
     again = run_with_change(tmp_path, target, None)
     assert again.cached, again.note
+
+
+PYTEST_WAITS = """\
+import mod
+
+
+def test_waits():
+    assert mod.X == 1
+    open({marker!r}, "w").close()
+    with open({go!r}) as go:
+        go.read()
+"""
+
+
+@pytest.mark.parametrize(
+    ("made", "replays"), [(".tool-cache", True), ("newmod.py", False), ("newpkg", False)]
+)
+def test_an_entry_no_reader_of_the_listing_looked_for_keeps_the_record(
+    tmp_path: Path, made: str, replays: bool
+) -> None:
+    # The quickstart at -j2 where pytest-benchmark is installed: another target makes
+    # `.benchmarks` (here `.tool-cache`) at the root while this one's pytest has listed
+    # it (its import system, which reports what it looked for). No import takes a dotted
+    # name: that is the change.
+    # A module or a package an import would now find is not: it stays refused.
+    import sys
+
+    tree, sync = tmp_path / "tree", tmp_path / "sync"
+    tree.mkdir()
+    sync.mkdir()
+    marker, go = sync / "observed", sync / "go"
+    (tree / "mod.py").write_text("X = 1\n")
+    (tree / "test_w.py").write_text(PYTEST_WAITS.format(marker=str(marker), go=str(go)))
+    os.mkfifo(go)
+    time.sleep(0.05)  # everything above is older than the run's start
+    command = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_w.py")
+    target = Target(name="t", command=command, cwd=str(tree))
+
+    def make() -> None:
+        if "." in made:
+            (tree / made).mkdir()
+        else:
+            (tree / made).mkdir()
+            (tree / made / "__init__.py").write_text("")
+
+    if made.endswith(".py"):
+        make = lambda: (tree / made).write_text("Y = 2\n")  # noqa: E731
+    first = run_with_change(tmp_path, target, make)
+    assert first.status == "passed", first.log
+    if replays:
+        assert first.note is None, first.note
+        again = run_with_change(tmp_path, target, None)
+        assert again.cached, again.note
+    else:
+        assert first.note is not None and "while the target ran" in first.note, first.note

@@ -30,6 +30,7 @@ from memotest.inputs.base import (
     sig_holds,
 )
 from memotest.inputs.dir import link_change
+from memotest.inputs.entries import entries_matcher
 from memotest.model import Input, Kind, Trace, changed_since
 from memotest.world.fingerprint import FileStates, Fingerprint, Refresh
 from memotest.world.observable import listing_digest, split_listing, type_letter
@@ -157,14 +158,20 @@ def listing_before_run(
     def skipped(entry: str) -> bool:
         return skip is not None and skip(entry)
 
+    unlooked = unlooked_names(path, trace)
+
+    def aside(entry: str) -> bool:
+        """An entry the build ignores, or one no reader of this listing looked for."""
+        return skipped(entry) or unlooked(os.path.basename(entry))
+
     # Changed, and not by the tree: by someone else, who may have deleted or renamed
     # away an entry (which leaves no trace in what is there now), unless an entry the
-    # build ignores changed (another target's import made ``__pycache__``): that is
-    # taken as the change (a deletion at the same time is not seen, docs/limits.md).
+    # build ignores changed (another target's import made ``__pycache__``), or one that
+    # no reader of this listing looked for (another target's pytest-benchmark made
+    # ``.benchmarks`` beside the modules an import looks for): that is taken as the
+    # change (a deletion at the same time is not seen, docs/limits.md).
     by_tree = path in first or any(os.path.dirname(p) == path for p in first)
-    if not by_tree and not any(
-        ignored_changed(os.path.join(path, n), trace, skipped) for n in names
-    ):
+    if not by_tree and not any(aside_changed(os.path.join(path, n), trace, aside) for n in names):
         return None, f"directory {path} changed while the target ran"
 
     # An entry the tree deleted first and did not put back: its type is unknown ("?"),
@@ -194,15 +201,29 @@ def listing_before_run(
             entry not in trace.writes
             and changed_since(0, st.st_ctime_ns, trace.started_ns, trace.fs_started_ns)
             and not (stat.S_ISDIR(st.st_mode) and entry in folders_changed)
+            and not unlooked(name)
         ):
             return None, f"{entry} appeared or changed while the target ran"
         before.append((name, type_letter(st.st_mode)))
     return sorted(before, key=lambda e: os.fsencode(e[0])), None
 
 
-def ignored_changed(entry: str, trace: Trace, skipped: Callable[[str], bool]) -> bool:
-    """Whether ``entry`` is one the build ignores, created or changed during the run."""
-    if not skipped(entry):
+def unlooked_names(path: str, trace: Trace) -> Callable[[str], bool]:
+    """A test of an entry name of the listed folder ``path``: whether no reader of the
+    listing looked for it, under any type (every process that listed the folder reported
+    what it looked for, ``inputs/entries.py``; an entry matched by none of that is not in
+    the ``entries`` record it becomes). Where one listed it whole: no name."""
+    looked = (trace.listings or {}).get(path)
+    if looked is None or path in trace.listed_elsewhere:
+        return lambda _name: False
+    matches = entries_matcher(looked[0], looked[1])
+    return lambda name: not matches(name, None)
+
+
+def aside_changed(entry: str, trace: Trace, aside: Callable[[str], bool]) -> bool:
+    """Whether ``entry`` is one set aside (ignored by the build, or looked for by no
+    reader of the listing), created or changed during the run."""
+    if not aside(entry):
         return False
     try:
         st = os.lstat(entry)
