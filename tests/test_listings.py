@@ -8,6 +8,7 @@ import textwrap
 import warnings
 from pathlib import Path
 
+import pytest
 from conftest import build_statuses, memotest, write_tree
 
 from memotest.inputs import entries as entries_kind
@@ -197,3 +198,19 @@ def test_a_worker_holds_while_only_entries_its_imports_did_not_look_for_change(t
         assert worker.changed() == str(mods)
     finally:
         worker.close()
+
+
+@pytest.mark.parametrize("pattern", ["d:*", "i:X*", "m:.py", "*.py"])
+def test_a_globs_pattern_is_kept_as_the_names_it_matches(pattern):
+    # A program's glob whose pattern starts like one of the entries record's own kinds
+    # (``d:`` a directory, ``i:`` folded case, ``m:`` importable names) matches names that
+    # start so, not the kind: ``d:*`` must not be taken for "every directory".
+    import fnmatch
+
+    from memotest.inputs.entries import entries_matcher
+    from memotest.worker.listings import literal
+
+    matches = entries_matcher((), (literal(pattern),))
+    for name in ["d:x", "i:Xy", "m:.py", "x.py", "Xy", "sub", "d:"]:
+        for kind in ("f", "d"):
+            assert matches(name, kind) is fnmatch.fnmatchcase(name, pattern), (name, kind)

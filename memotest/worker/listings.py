@@ -125,8 +125,17 @@ def glob_listing(where, frame):
         if isinstance(pattern, bytes):
             pattern = os.fsdecode(pattern)
         if isinstance(pattern, str):
-            return (), (pattern,)
+            return (), (literal(pattern),)
     return None
+
+
+def literal(pattern):
+    """A reader's ``fnmatch`` pattern as the ``entries`` record keeps it: one that starts
+    like a kind of pattern of its own (``d:``, ``i:``, ``m:``, ``inputs/entries.py``)
+    gets its first letter in brackets, which matches that letter alone."""
+    if pattern[1:2] == ":" and pattern[:1] in ("d", "i", "m"):
+        return "[" + pattern[0] + "]" + pattern[1:]
+    return pattern
 
 
 #: The files of ``pathlib`` (3.13 made it a package).
@@ -147,7 +156,7 @@ def pathlib_glob_listing(where, frame):
                 return None
             if not isinstance(pattern, str) or "/" in pattern or "**" in pattern:
                 return None
-            return (), (pattern,)
+            return (), (literal(pattern),)
         frame = frame.f_back
         if frame is None:
             return None
