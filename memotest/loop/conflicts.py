@@ -15,6 +15,7 @@ replayed one.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 
@@ -80,7 +81,18 @@ class Conflicts:
         if outcome.trace is None or self.step.runner.interrupted.is_set():
             return
         footprint = self.footprint(outcome.trace, outcome)
-        self.runs.append(schedule.Run(target.name, outcome.started, outcome.finished, footprint))
+        footprint.changed = _change_times(footprint.writes | footprint.entry_dirs)
+        trace = outcome.trace
+        self.runs.append(
+            schedule.Run(
+                target.name,
+                outcome.started,
+                outcome.finished,
+                footprint,
+                trace.started_ns,
+                trace.fs_started_ns,
+            )
+        )
 
     def footprint(self, trace: Trace, outcome: Outcome) -> schedule.Footprint:
         skip = self.step.ignore.also(self.step.store_dir, outcome.workdir)
@@ -182,3 +194,27 @@ def _made_folder(trace: Trace, path: str) -> bool:
         return stat.S_ISDIR(os.lstat(path).st_mode)
     except OSError:
         return False
+
+
+def _change_times(paths: set[str]) -> dict[str, tuple[int, int]]:
+    """The latest change times (``mtime_ns``, ``ctime_ns``) of each path: of the path and,
+    for a symbolic link, of what it points at; of its folder where it is not there (its
+    removal moved them). A file's times move with its bytes, its mode, its links and a
+    rename onto its name (Linux's file systems set the moved file's change time); a
+    folder's with its entries. A path whose folder cannot be stat'ed either is left out
+    (not known)."""
+    out: dict[str, tuple[int, int]] = {}
+    for path in paths:
+        try:
+            states = [os.lstat(path)]
+        except FileNotFoundError:
+            try:
+                states = [os.lstat(os.path.dirname(path))]
+            except OSError:
+                continue
+        except OSError:
+            continue
+        with contextlib.suppress(OSError):
+            states.append(os.stat(path))
+        out[path] = (max(s.st_mtime_ns for s in states), max(s.st_ctime_ns for s in states))
+    return out

@@ -1,0 +1,116 @@
+"""A path the serially earlier of two overlapping runs had changed for the last time before
+the later one started is no hazard (``memotest/loop/schedule.py``'s ``conflict``): the later
+one found there what a serial run shows it. Real builds under the real shim, ``-j2``.
+
+The case it is for: Hypothesis writes its caches under ``.hypothesis/`` (the constants of
+each local module, the Unicode tables) from the first test file that needs them; the files
+started after that read them. Each of those pairs was a hazard, run again alone.
+
+Three targets in serial order ``w``, ``f``, ``r``: ``w`` and ``f`` start; ``w`` does
+``before`` and leaves a mark; ``f`` ends once it sees the mark, so that ``r`` starts (in
+``f``'s slot) after ``before`` was done; ``r`` does ``seen`` and leaves a mark; ``w`` then
+does ``after`` and ends once ``r`` ended, so the two overlap whatever the machine's load.
+``SLOW`` bounds each wait.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from conftest import build_statuses, write_tree
+
+PY = sys.executable
+SLOW = 20
+MARKS = ["*.mark"]
+WAIT = (
+    "import os, sys, time\n"
+    "def wait(name):\n"
+    f"    end = time.time() + {SLOW}\n"
+    "    while not os.path.exists(name + '.mark') and time.time() < end: time.sleep(0.02)\n"
+    "def mark(name): open(name + '.mark', 'w').close()\n"
+)
+
+
+def project(tmp_path, before: str, after: str, seen: str, writer_first: bool = True):
+    """``writer_first`` False: ``w`` comes last in serial order (``r`` needs ``f``, so it
+    still starts after ``f``), while the runs happen as above."""
+    w = WAIT + f"{before}\nmark('w.before')\nwait('r.seen')\n{after}\nmark('w.done')\n"
+    w += "wait('r.done')\n"
+    f = WAIT + "wait('w.before'); time.sleep(0.1)\n"
+    r = WAIT + f"{seen}\nmark('r.seen')\nwait('w.done')\nmark('r.done')\n"
+    targets = {
+        "w": f"[targets.w]\ncommand = [{PY!r}, 'w.py']\n",
+        "f": f"[targets.f]\ncommand = [{PY!r}, 'f.py']\n",
+        "r": f"[targets.r]\ncommand = [{PY!r}, 'r.py']\n",
+    }
+    order = ["w", "f", "r"] if writer_first else ["f", "r", "w"]
+    if not writer_first:
+        targets["r"] += "needs = ['f']\n"
+    toml = f"[settings]\nignore = {MARKS!r}\n" + "".join(targets[n] for n in order)
+    return write_tree(tmp_path / "proj", {"memotest.toml": toml, "w.py": w, "f.py": f, "r.py": r})
+
+
+def build(root) -> tuple[str, dict[str, str]]:
+    _code, out, got = build_statuses(root, "-j", "2")
+    return out, got
+
+
+WRITE_X = "open('x', 'w').write('v1')"
+READ_X = "print(open('x').read())"
+
+
+def test_what_the_earlier_run_wrote_before_the_later_one_started_is_no_hazard(tmp_path):
+    root = project(tmp_path, WRITE_X, "", READ_X)
+    out, got = build(root)
+    assert got == {"w": "passed", "f": "passed", "r": "passed"}, out
+    assert "hazard" not in out, out
+    # What r read had not changed while it ran: its record holds (the marks are left, so
+    # that a run of w or r does not wait).
+    out, got = build(root)
+    assert got["r"] == "cached", out
+
+
+def test_a_listing_of_what_the_earlier_run_made_before_the_later_one_started(tmp_path):
+    before = "os.mkdir('d'); open('d/1', 'w').close()"
+    root = project(tmp_path, before, "", "print(os.listdir('d'))")
+    out, got = build(root)
+    assert got == {"w": "passed", "f": "passed", "r": "passed"}, out
+    assert "hazard" not in out, out
+
+
+# The attacks: the same runs, where what the later one saw is not what a serial run shows.
+ATTACKS = {
+    # written again after the later run read it: it saw v1, a serial run shows v2
+    "rewritten-after": (WRITE_X, "open('x', 'w').write('v2')", READ_X),
+    # made after the later run looked for it: it saw it absent
+    "made-after": ("", WRITE_X, "print(os.path.exists('x'))"),
+    # an entry added after the later run listed the folder
+    "entry-after": (
+        "os.mkdir('d'); open('d/1', 'w').close()",
+        "open('d/2', 'w').close()",
+        "print(os.listdir('d'))",
+    ),
+    # both wrote it, the earlier one last: the final state is not the serial run's
+    "written-last-by-the-earlier": (WRITE_X, "open('x', 'w').write('v2')", "open('x', 'w')"),
+    # its mode changed after the later run saw it
+    "chmod-after": (WRITE_X, "os.chmod('x', 0o600)", "print(oct(os.stat('x').st_mode))"),
+    # removed after the later run read it
+    "removed-after": (WRITE_X, "os.remove('x')", READ_X),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_a_change_after_the_later_run_started_is_a_hazard(tmp_path, name):
+    root = project(tmp_path, *ATTACKS[name])
+    out, _got = build(root)
+    assert "hazard:" in out, out
+
+
+def test_what_the_serially_later_run_wrote_before_the_earlier_one_started_is_a_hazard(
+    tmp_path,
+):
+    """The writer comes last in serial order: a serial run shows the reader no ``x``."""
+    root = project(tmp_path, WRITE_X, "", READ_X, writer_first=False)
+    out, _got = build(root)
+    assert "hazard:" in out, out
