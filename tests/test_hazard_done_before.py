@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import build_statuses, write_tree
+from conftest import build_statuses, memotest, write_tree
 
 PY = sys.executable
 SLOW = 20
@@ -114,3 +114,55 @@ def test_what_the_serially_later_run_wrote_before_the_earlier_one_started_is_a_h
     root = project(tmp_path, WRITE_X, "", READ_X, writer_first=False)
     out, _got = build(root)
     assert "hazard:" in out, out
+
+
+# Hypothesis's cache of a local module's constants (``.hypothesis/constants/<hash>``): the
+# first test file writes it, the files started after it read it. Same shape as above, as
+# three pytest files; the marks say when each got where. They are kept in a
+# ``__pycache__`` folder, a path every build ignores (``--pytest`` reads no settings), and
+# ``.hypothesis/constants`` is there before the build, as in a checkout that ran before:
+# the first file making it would change the project folder the filler's import system
+# listed while it ran (a hazard that stays).
+MARK_DIR = "marks/__pycache__/"
+WAIT_FOR = (
+    "import os, time\n\n"
+    "def wait(name):\n"
+    f"    end = time.time() + {SLOW}\n"
+    f"    while not os.path.exists('{MARK_DIR}' + name) and time.time() < end:\n"
+    "        time.sleep(0.02)\n\n"
+    "def mark(name):\n"
+    f"    open('{MARK_DIR}' + name, 'w').close()\n\n"
+)
+GIVEN = (
+    "from hypothesis import given, settings, strategies as st\n"
+    "import mod\n\n"
+    "@given(st.integers())\n"
+    "@settings(max_examples=5, database=None)\n"
+    "def test_given(x):\n"
+    "    assert mod.inc(x) == x + 1\n\n"
+)
+
+
+def test_a_hypothesis_cache_written_before_the_next_file_started_is_no_hazard(tmp_path):
+    pytest.importorskip("hypothesis")
+    root = write_tree(
+        tmp_path / "proj",
+        {
+            "pytest.ini": "[pytest]\n",
+            MARK_DIR + "keep": "",
+            ".hypothesis/constants/keep": "",
+            "mod.py": "LIMIT = 123457\n\ndef inc(x):\n    return x + 1\n",
+            "tests/test_1_writer.py": WAIT_FOR
+            + GIVEN
+            + "def test_overlaps():\n    mark('w')\n    wait('r')\n",
+            "tests/test_2_filler.py": WAIT_FOR
+            + "def test_frees_its_slot():\n    wait('w')\n    time.sleep(0.1)\n",
+            "tests/test_3_reader.py": WAIT_FOR + GIVEN + "def test_marks():\n    mark('r')\n",
+        },
+    )
+    _code, out, got = build_statuses(root, "-j", "2", "--pytest")
+    assert set(got.values()) == {"passed"} and len(got) == 3, out
+    assert "hazard" not in out, out
+    # The reader read the cache the writer made while both ran.
+    paths = memotest("show", "--paths", "pytest:tests/test_3_reader.py", cwd=root).stdout
+    assert b".hypothesis/constants/" in paths, paths.decode()
