@@ -16,8 +16,9 @@ The rules, after Rattle's hazards and ElectricTest's dependent tests:
   again one at a time, and the edge is remembered. Not a hazard: a path the earlier one
   had changed for the last time before the later one started (its change time when the
   earlier one ended, on the file system's clock, is older than the later one's start):
-  whatever the later one did with it, it found the earlier one's last state there, as in
-  the serial run (:func:`conflict`).
+  what the later one found there (read, stat'ed, listed, looked up) was the earlier one's
+  last state of it, as in the serial run (:func:`conflict`). A path both wrote stays a
+  hazard.
 """
 
 from __future__ import annotations
@@ -87,16 +88,18 @@ def conflict(a: Footprint, b: Footprint, b_started: tuple[int, int] | None = Non
     ``b_started``, given when ``a`` comes first in serial order and ``b`` started before
     ``a`` ended: ``b``'s start (``started_ns``, ``fs_started_ns``). A path ``a`` had
     changed for the last time before then (:meth:`Footprint.done_before`) does not
-    count: ``b`` found ``a``'s last state of it whenever it looked, read, listed or
-    wrote it, as in a serial run where ``a`` ends before ``b`` starts. Not in the other
+    count where ``b`` only observed it: ``b`` found ``a``'s last state of it whenever it
+    looked, read or listed it, as in a serial run where ``a`` ends before ``b`` starts.
+    Not where both wrote it (``a`` may have read back what it wrote after ``b`` wrote:
+    what a run reads after its own write is not in its trace), and not in the other
     direction: ``b``'s changes must not be seen by ``a``, whenever they were made."""
     for w, other, start in ((a, b, b_started), (b, a, None)):
         if not w.writes:
             continue
         seen = other.reads - (w.made_dirs & other.found)
         done = w.done_before(w.writes | w.entry_dirs, *start) if start else set()
-        writes = w.writes - done
-        hit = writes & seen or writes & other.writes or writes & other.listed
+        observed = w.writes - done
+        hit = observed & seen or w.writes & other.writes or observed & other.listed
         if hit:
             return min(hit)
         hit = (w.entry_dirs - done) & other.listed
