@@ -166,3 +166,50 @@ def test_a_hypothesis_cache_written_before_the_next_file_started_is_no_hazard(tm
     # The reader read the cache the writer made while both ran.
     paths = memotest("show", "--paths", "pytest:tests/test_3_reader.py", cwd=root).stdout
     assert b".hypothesis/constants/" in paths, paths.decode()
+
+
+# Hypothesis's Unicode tables (``plugins/memotest_pytest/ignore.py``): its codec table is
+# written again, the same bytes, through ``.hypothesis/tmp``, by every run that uses it,
+# as ``intervals_from_codec`` does; two such runs side by side wrote the same path.
+TABLE = ".hypothesis/unicode_data/14.0.0/codec-v2-utf-8.json.gz"
+REWRITE_TABLE = (
+    "import tempfile\n"
+    f"p = {TABLE!r}\n"
+    "data = open(p, 'rb').read() if os.path.exists(p) else b'table'\n"
+    "os.makedirs('.hypothesis/tmp', exist_ok=True)\n"
+    "fd, t = tempfile.mkstemp(dir='.hypothesis/tmp'); os.write(fd, data); os.close(fd)\n"
+    "os.renames(t, p)\n"
+)
+
+
+def test_hypothesis_tables_written_again_by_two_runs_are_no_hazard(tmp_path):
+    root = project(tmp_path, REWRITE_TABLE, "", REWRITE_TABLE)
+    (root / ".hypothesis").mkdir()
+    out, got = build(root)
+    assert got == {"w": "passed", "f": "passed", "r": "passed"}, out
+    assert "hazard" not in out, out
+    assert (root / TABLE).read_bytes() == b"table"
+    out, got = build(root)  # and each is reusable (not "read and then written")
+    assert got == {"w": "cached", "f": "cached", "r": "cached"}, out
+
+
+READ_ALL = "import sys\nfor p in sys.argv[1:]:\n    print(p, open(p).read())\n"
+HYPOTHESIS_FILES = {
+    ".hypothesis/examples/0a1b": "a saved failing example",
+    ".hypothesis/constants/2c3d": "constants of a module",
+    ".hypothesis/unicode_data/14.0.0/charmap.json.gz": "a table",
+}
+
+
+@pytest.mark.parametrize(("path", "runs"), [(p, "unicode" not in p) for p in HYPOTHESIS_FILES])
+def test_only_hypothesis_tables_are_ignored(tmp_path, path, runs):
+    """The saved examples and the constants are what a run of Hypothesis replays and
+    draws from: changed, the target runs again. A Unicode table is not an input."""
+    toml = f"[targets.t]\ncommand = {[PY, 'read.py', *sorted(HYPOTHESIS_FILES)]!r}\n"
+    root = write_tree(
+        tmp_path / "proj", {"memotest.toml": toml, "read.py": READ_ALL, **HYPOTHESIS_FILES}
+    )
+    assert build_statuses(root)[2] == {"t": "passed"}
+    (root / path).write_text("changed")
+    _code, out, got = build_statuses(root)
+    assert got == {"t": "passed" if runs else "cached"}, out
