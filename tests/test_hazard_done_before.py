@@ -213,3 +213,36 @@ def test_only_hypothesis_tables_are_ignored(tmp_path, path, runs):
     (root / path).write_text("changed")
     _code, out, got = build_statuses(root)
     assert got == {"t": "passed" if runs else "cached"}, out
+
+
+# A folder one run makes at the project's root while another run, started with it, had
+# listed the root through its import system only (``Trace.listings``): what that listing
+# showed is which importable names are there. A dot-named folder is none of them (a
+# tool's cache: ``.hypothesis``, made by the first test file of a fresh checkout).
+def root_entry_project(tmp_path, name: str):
+    return write_tree(
+        tmp_path / "proj",
+        {
+            "pytest.ini": "[pytest]\npythonpath = .\n",
+            MARK_DIR + "keep": "",
+            "mod.py": "VALUE = 1\n",
+            "tests/test_1_maker.py": WAIT_FOR
+            + "import mod\n\n"
+            + f"def test_makes():\n    wait('r')\n    os.mkdir({name!r})\n    mark('w')\n",
+            "tests/test_2_lister.py": WAIT_FOR
+            + "import mod\n\n"
+            + "try:\n    import helper\nexcept ImportError:\n    helper = None\n\n"
+            + "def test_lists():\n    mark('r')\n    wait('w')\n",
+        },
+    )
+
+
+@pytest.mark.parametrize(("name", "hazard"), [(".toolcache", False), ("helper", True)])
+def test_an_entry_an_import_could_not_find_is_no_hazard(tmp_path, name, hazard):
+    """``helper`` is a name the other run's import looked for (absent then): a hazard."""
+    root = root_entry_project(tmp_path, name)
+    _code, out, got = build_statuses(root, "-j", "2", "--pytest")
+    assert len(got) == 2, out
+    assert ("hazard:" in out) is hazard, out
+    if not hazard:  # (run again alone, the maker finds its folder there and fails)
+        assert set(got.values()) == {"passed"}, out

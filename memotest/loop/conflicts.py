@@ -18,9 +18,11 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+from collections.abc import Callable
 
 from memotest.check.plan import Fresh, Stale
 from memotest.drive.step import Step
+from memotest.inputs.entries import entries_matcher
 from memotest.load import plugins
 from memotest.loop import schedule
 from memotest.model import Outcome, Target, Trace
@@ -99,17 +101,19 @@ class Conflicts:
         written = {p for p in trace.writes | trace.deleted if not skip(p)}
         reads = trace.reads | trace.stats | trace.missing | trace.execs | trace.loaded
         used = trace.reads | trace.missing | trace.execs | trace.loaded | trace.listed
+        entries: dict[str, set[str]] = {}
+        for p in (trace.created or trace.writes) | trace.deleted:
+            if not skip(p):
+                entries.setdefault(os.path.dirname(p), set()).add(os.path.basename(p))
         return schedule.Footprint(
             reads={p for p in reads - written if not skip(p)},
             listed={p for p in trace.listed if not skip(p)},
             writes=written,
             made_dirs={p for p in written if _made_folder(trace, p)},
             found={p for p in trace.stats - used - written if not skip(p)},
-            entry_dirs={
-                os.path.dirname(p)
-                for p in (trace.created or trace.writes) | trace.deleted
-                if not skip(p)
-            },
+            entry_dirs=set(entries),
+            entry_names=entries,
+            looked_for=_looked_for(trace, skip),
         )
 
     def rerun_hazards(self, by_name: dict[str, Target], summary: Summary) -> None:
@@ -217,4 +221,17 @@ def _change_times(paths: set[str]) -> dict[str, tuple[int, int]]:
         with contextlib.suppress(OSError):
             states.append(os.stat(path))
         out[path] = (max(s.st_mtime_ns for s in states), max(s.st_ctime_ns for s in states))
+    return out
+
+
+def _looked_for(
+    trace: Trace, skip: Callable[[str], bool]
+) -> dict[str, Callable[[str, str | None], bool]]:
+    """The folders of the run's listings that only readers looking for certain names
+    listed, in every process that listed them (as ``inputs/entries.py`` refines a
+    ``list`` input), each with the test of a name against what they looked for."""
+    out: dict[str, Callable[[str, str | None], bool]] = {}
+    for folder, looked in (trace.listings or {}).items():
+        if folder in trace.listed and folder not in trace.listed_elsewhere and not skip(folder):
+            out[folder] = entries_matcher(looked[0], looked[1])
     return out

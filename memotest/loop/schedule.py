@@ -18,14 +18,15 @@ The rules, after Rattle's hazards and ElectricTest's dependent tests:
   earlier one ended, on the file system's clock, is older than the later one's start):
   what the later one found there (read, stat'ed, listed, looked up) was the earlier one's
   last state of it, as in the serial run (:func:`conflict`). A path both wrote stays a
-  hazard.
+  hazard. Nor is an entry made or removed in a folder the other listed only to look
+  for names it is not one of (:func:`_looked_for`).
 """
 
 from __future__ import annotations
 
 import heapq
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from memotest.inputs.registry import is_listing
@@ -53,6 +54,12 @@ class Footprint:
     #: ``ctime_ns``) of each path in ``writes`` and ``entry_dirs``, of its folder for a
     #: path no longer there; a path without them (it could not be stat'ed) is not known.
     changed: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: Of ``entry_dirs``: the names of the entries it made or removed in each.
+    entry_names: dict[str, set[str]] = field(default_factory=dict)
+    #: Of ``listed``: the folders that only readers looking for certain names listed
+    #: (``Trace.listings``), each with a test of an entry's name: whether they looked
+    #: for it (``memotest/inputs/entries.py``'s ``entries_matcher``).
+    looked_for: dict[str, Callable[[str, str | None], bool]] = field(default_factory=dict)
 
     def done_before(self, paths: set[str], started_ns: int, fs_started_ns: int) -> set[str]:
         """Of ``paths``, those this run had changed for the last time before a run that
@@ -102,10 +109,22 @@ def conflict(a: Footprint, b: Footprint, b_started: tuple[int, int] | None = Non
         hit = observed & seen or w.writes & other.writes or observed & other.listed
         if hit:
             return min(hit)
-        hit = (w.entry_dirs - done) & other.listed
+        hit = {d for d in (w.entry_dirs - done) & other.listed if _looked_for(w, other, d)}
         if hit:
             return min(hit)
     return None
+
+
+def _looked_for(w: Footprint, other: Footprint, folder: str) -> bool:
+    """Whether ``other``'s listing of ``folder`` could have seen the entries ``w`` made
+    or removed there: always, unless only readers looking for certain names listed it
+    and none of those entries is one of them (what such a listing shows, which of the
+    names it looked for are there, did not change)."""
+    looked = other.looked_for.get(folder)
+    names = w.entry_names.get(folder)
+    if looked is None or names is None:
+        return True
+    return any(looked(name, None) for name in names)
 
 
 def serial_order(targets: list[Target]) -> dict[str, int]:
