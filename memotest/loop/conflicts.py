@@ -15,11 +15,14 @@ replayed one.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+from collections.abc import Callable
 
 from memotest.check.plan import Fresh, Stale
 from memotest.drive.step import Step
+from memotest.inputs.entries import entries_matcher
 from memotest.load import plugins
 from memotest.loop import schedule
 from memotest.model import Outcome, Target, Trace
@@ -80,24 +83,37 @@ class Conflicts:
         if outcome.trace is None or self.step.runner.interrupted.is_set():
             return
         footprint = self.footprint(outcome.trace, outcome)
-        self.runs.append(schedule.Run(target.name, outcome.started, outcome.finished, footprint))
+        footprint.changed = _change_times(footprint.writes | footprint.entry_dirs)
+        trace = outcome.trace
+        self.runs.append(
+            schedule.Run(
+                target.name,
+                outcome.started,
+                outcome.finished,
+                footprint,
+                trace.started_ns,
+                trace.fs_started_ns,
+            )
+        )
 
     def footprint(self, trace: Trace, outcome: Outcome) -> schedule.Footprint:
         skip = self.step.ignore.also(self.step.store_dir, outcome.workdir)
         written = {p for p in trace.writes | trace.deleted if not skip(p)}
         reads = trace.reads | trace.stats | trace.missing | trace.execs | trace.loaded
         used = trace.reads | trace.missing | trace.execs | trace.loaded | trace.listed
+        entries: dict[str, set[str]] = {}
+        for p in (trace.created or trace.writes) | trace.deleted:
+            if not skip(p):
+                entries.setdefault(os.path.dirname(p), set()).add(os.path.basename(p))
         return schedule.Footprint(
             reads={p for p in reads - written if not skip(p)},
             listed={p for p in trace.listed if not skip(p)},
             writes=written,
             made_dirs={p for p in written if _made_folder(trace, p)},
             found={p for p in trace.stats - used - written if not skip(p)},
-            entry_dirs={
-                os.path.dirname(p)
-                for p in (trace.created or trace.writes) | trace.deleted
-                if not skip(p)
-            },
+            entry_dirs=set(entries),
+            entry_names=entries,
+            looked_for=_looked_for(trace, skip),
         )
 
     def rerun_hazards(self, by_name: dict[str, Target], summary: Summary) -> None:
@@ -182,3 +198,40 @@ def _made_folder(trace: Trace, path: str) -> bool:
         return stat.S_ISDIR(os.lstat(path).st_mode)
     except OSError:
         return False
+
+
+def _change_times(paths: set[str]) -> dict[str, tuple[int, int]]:
+    """The latest change times (``mtime_ns``, ``ctime_ns``) of each path: of the path and,
+    for a symbolic link, of what it points at; of its folder where it is not there (its
+    removal moved them). A file's times move with its bytes, its mode, its links and a
+    rename onto its name (Linux's file systems set the moved file's change time); a
+    folder's with its entries. A path whose folder cannot be stat'ed either is left out
+    (not known)."""
+    out: dict[str, tuple[int, int]] = {}
+    for path in paths:
+        try:
+            states = [os.lstat(path)]
+        except FileNotFoundError:
+            try:
+                states = [os.lstat(os.path.dirname(path))]
+            except OSError:
+                continue
+        except OSError:
+            continue
+        with contextlib.suppress(OSError):
+            states.append(os.stat(path))
+        out[path] = (max(s.st_mtime_ns for s in states), max(s.st_ctime_ns for s in states))
+    return out
+
+
+def _looked_for(
+    trace: Trace, skip: Callable[[str], bool]
+) -> dict[str, Callable[[str, str | None], bool]]:
+    """The folders of the run's listings that only readers looking for certain names
+    listed, in every process that listed them (as ``inputs/entries.py`` refines a
+    ``list`` input), each with the test of a name against what they looked for."""
+    out: dict[str, Callable[[str, str | None], bool]] = {}
+    for folder, looked in (trace.listings or {}).items():
+        if folder in trace.listed and folder not in trace.listed_elsewhere and not skip(folder):
+            out[folder] = entries_matcher(looked[0], looked[1])
+    return out

@@ -13,18 +13,24 @@ The rules, after Rattle's hazards and ElectricTest's dependent tests:
 * After targets ran in parallel, a **hazard** is a conflict between two of them where the
   later one (in serial order) started before the earlier one finished: what it observed
   may not be what a serial run would have shown it. Their results are not kept; they run
-  again one at a time, and the edge is remembered.
+  again one at a time, and the edge is remembered. Not a hazard: a path the earlier one
+  had changed for the last time before the later one started (its change time when the
+  earlier one ended, on the file system's clock, is older than the later one's start):
+  what the later one found there (read, stat'ed, listed, looked up) was the earlier one's
+  last state of it, as in the serial run (:func:`conflict`). A path both wrote stays a
+  hazard. Nor is an entry made or removed in a folder the other listed only to look
+  for names it is not one of (:func:`_looked_for`).
 """
 
 from __future__ import annotations
 
 import heapq
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from memotest.inputs.registry import is_listing
-from memotest.model import Kind, Target
+from memotest.model import Kind, Target, changed_since
 
 #: Edges learned from hazards are kept in the store under this key.
 LEARNED_KEY = "learned_edges"
@@ -44,6 +50,26 @@ class Footprint:
     #: Of ``reads``: the paths it only found (``stat``, ``access``, a ``mkdir`` that
     #: answered EEXIST), neither read, executed nor looked for in vain.
     found: set[str] = field(default_factory=set)
+    #: For a run of this build: when it ended, the change times (``mtime_ns``,
+    #: ``ctime_ns``) of each path in ``writes`` and ``entry_dirs``, of its folder for a
+    #: path no longer there; a path without them (it could not be stat'ed) is not known.
+    changed: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: Of ``entry_dirs``: the names of the entries it made or removed in each.
+    entry_names: dict[str, set[str]] = field(default_factory=dict)
+    #: Of ``listed``: the folders that only readers looking for certain names listed
+    #: (``Trace.listings``), each with a test of an entry's name: whether they looked
+    #: for it (``memotest/inputs/entries.py``'s ``entries_matcher``).
+    looked_for: dict[str, Callable[[str, str | None], bool]] = field(default_factory=dict)
+
+    def done_before(self, paths: set[str], started_ns: int, fs_started_ns: int) -> set[str]:
+        """Of ``paths``, those this run had changed for the last time before a run that
+        started at ``started_ns`` (``fs_started_ns`` on the file system's clock) did:
+        nothing changed them from that start to this run's end."""
+        return {
+            p
+            for p in paths
+            if p in self.changed and not changed_since(*self.changed[p], started_ns, fs_started_ns)
+        }
 
     @classmethod
     def of(
@@ -63,19 +89,42 @@ class Footprint:
         return fp
 
 
-def conflict(a: Footprint, b: Footprint) -> str | None:
-    """A path through which ``a`` and ``b`` interfere, or None."""
-    for w, other in ((a, b), (b, a)):
+def conflict(a: Footprint, b: Footprint, b_started: tuple[int, int] | None = None) -> str | None:
+    """A path through which ``a`` and ``b`` interfere, or None.
+
+    ``b_started``, given when ``a`` comes first in serial order and ``b`` started before
+    ``a`` ended: ``b``'s start (``started_ns``, ``fs_started_ns``). A path ``a`` had
+    changed for the last time before then (:meth:`Footprint.done_before`) does not
+    count where ``b`` only observed it: ``b`` found ``a``'s last state of it whenever it
+    looked, read or listed it, as in a serial run where ``a`` ends before ``b`` starts.
+    Not where both wrote it (``a`` may have read back what it wrote after ``b`` wrote:
+    what a run reads after its own write is not in its trace), and not in the other
+    direction: ``b``'s changes must not be seen by ``a``, whenever they were made."""
+    for w, other, start in ((a, b, b_started), (b, a, None)):
         if not w.writes:
             continue
         seen = other.reads - (w.made_dirs & other.found)
-        hit = w.writes & seen or w.writes & other.writes or w.writes & other.listed
+        done = w.done_before(w.writes | w.entry_dirs, *start) if start else set()
+        observed = w.writes - done
+        hit = observed & seen or w.writes & other.writes or observed & other.listed
         if hit:
             return min(hit)
-        hit = w.entry_dirs & other.listed
+        hit = {d for d in (w.entry_dirs - done) & other.listed if _looked_for(w, other, d)}
         if hit:
             return min(hit)
     return None
+
+
+def _looked_for(w: Footprint, other: Footprint, folder: str) -> bool:
+    """Whether ``other``'s listing of ``folder`` could have seen the entries ``w`` made
+    or removed there: always, unless only readers looking for certain names listed it
+    and none of those entries is one of them (what such a listing shows, which of the
+    names it looked for are there, did not change)."""
+    looked = other.looked_for.get(folder)
+    names = w.entry_names.get(folder)
+    if looked is None or names is None:
+        return True
+    return any(looked(name, None) for name in names)
 
 
 def serial_order(targets: list[Target]) -> dict[str, int]:
@@ -188,6 +237,10 @@ class Run:
     started: float
     finished: float
     footprint: Footprint
+    #: The start as the trace tells it: ``time.time_ns()`` and on the file system's clock
+    #: (:attr:`memotest.model.Trace.fs_started_ns`; 0 when unknown).
+    started_ns: int = 0
+    fs_started_ns: int = 0
 
 
 def hazards(runs: list[Run], serial: Mapping[str, int]) -> list[Edge]:
@@ -198,7 +251,8 @@ def hazards(runs: list[Run], serial: Mapping[str, int]) -> list[Edge]:
     for i, a in enumerate(ordered):
         for b in ordered[i + 1 :]:
             if b.started < a.finished:
-                path = conflict(a.footprint, b.footprint)
+                start = (b.started_ns, b.fs_started_ns) if b.started_ns else None
+                path = conflict(a.footprint, b.footprint, start)
                 if path is not None:
                     out.append(Edge(a.name, b.name, "hazard", path))
     return out
