@@ -21,11 +21,13 @@ from .sections import section_report
 
 
 def write_report(memfd, report):
-    """Writes the run's report (JSON) to the memory file the worker reads at its end."""
+    """Writes the run's report (JSON, one line: a line break only at its end, written
+    last, which tells the worker it is whole) to the memory file the worker reads at its
+    end (``serve.read_report``)."""
     import json
 
     try:
-        data = json.dumps(report).encode()
+        data = json.dumps(report).encode() + b"\n"
         while data:
             data = data[os.write(memfd, data) :]
     except BaseException:
