@@ -20,7 +20,7 @@ without starting Python and importing its modules again.
 import os
 import sys
 
-from . import extensions, listings, prepared_code, sections, untimed
+from . import child, extensions, listings, prepared_code, sections, untimed
 from .interpreter import roots, threads
 from .monitored import load_executed
 from .preload import preload
@@ -77,6 +77,9 @@ def send_ended(pid, status, report):
 def main():
     """Starts watching, imports, says whether it is ready, and serves; returns in each
     forked child what :func:`child.become` takes (the worker itself never returns)."""
+    import atexit
+
+    atexit.register(child.exit_now)  # first, so the last to run
     watching = sys.argv[2:3] == ["listings"]
     if watching:
         listings.watch_listings()  # before anything else lists a folder
