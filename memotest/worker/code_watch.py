@@ -285,8 +285,12 @@ def code_report(executed, had, where):
             namespaces[origin] = None if origin in namespaces else namespace
     found = {}
     inspected = list(INSPECTED)
+    counted = set()  # pytest reads the __code__ of the same functions again and again
     while inspected:
         code = inspected.pop()
+        if id(code) in counted:
+            continue
+        counted.add(id(code))
         codes.append(code)
         inspected.extend(c for c in code.co_consts if hasattr(c, "co_code"))
     quiet = quiet_classes(codes, namespaces)

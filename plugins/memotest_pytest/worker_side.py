@@ -125,10 +125,14 @@ def excluded(path):
 
 
 def keep_whole(codes):
-    """Whether the run ran Hypothesis's engine (``ConjectureRunner``)."""
-    for code in codes:
-        name = getattr(code, "co_qualname", code.co_name)
-        if code.co_filename.endswith(HYPOTHESIS_ENGINE) and name.startswith("ConjectureRunner."):
+    """Whether the run ran Hypothesis's engine (``ConjectureRunner``). The engine's file
+    is picked in C: a run executes thousands of code objects."""
+    from itertools import compress
+    from operator import attrgetter, methodcaller
+
+    in_engine = methodcaller("endswith", HYPOTHESIS_ENGINE)
+    for code in compress(codes, map(in_engine, map(attrgetter("co_filename"), codes))):
+        if getattr(code, "co_qualname", code.co_name).startswith("ConjectureRunner."):
             return RAN_HYPOTHESIS
     return None
 
