@@ -28,7 +28,7 @@ from .preload import preload
 PACKAGE = __name__.rpartition(".")[0]
 #: ``memotest/tracer/warm/worker.py``'s ``PROMOTE_MARK``.
 PROMOTE_MARK = "/.memotest-promote"
-USED = ("ctypes", "gc", "importlib.machinery", "json", "select", "threading")
+USED = ("atexit", "ctypes", "gc", "importlib.machinery", "json", "select", "threading")
 
 
 def send(obj):
@@ -77,9 +77,6 @@ def send_ended(pid, status, report):
 def main():
     """Starts watching, imports, says whether it is ready, and serves; returns in each
     forked child what :func:`child.become` takes (the worker itself never returns)."""
-    import atexit
-
-    atexit.register(child.exit_now)  # first, so the last to run
     watching = sys.argv[2:3] == ["listings"]
     if watching:
         listings.watch_listings()  # before anything else lists a folder
@@ -90,6 +87,7 @@ def main():
     # ready answer is in no trace, and what a child imports each run would read again.
     for name in USED:
         importlib.import_module(name)
+    sys.modules["atexit"].register(child.exit_now)  # the first, so the last to run
     untimed.install()  # before the project's code binds os.path's probes (untimed.py)
     import ctypes
     import json
