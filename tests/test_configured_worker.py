@@ -78,6 +78,41 @@ def test_rewritten():
     assert values == [1, 3]
 """
 
+#: What a run does at its exit that a fresh process keeps, which the child's end without
+#: tearing down the worker's modules (``memotest/worker/child.py``'s ``exit_now``) must
+#: keep too: the exit handlers it registered run, the garbage is collected, the buffers of
+#: the standard output and of a file the run left open are written.
+TEST_B = """
+import atexit
+import gc
+import sys
+
+
+KEPT = []
+
+
+class Cycle:
+    def __del__(self):
+        sys.stdout.write("a cycle finalized at exit\\n")
+
+
+def at_exit():
+    gc.disable()
+    cycle = Cycle()
+    cycle.me = cycle
+    del cycle
+    # Buffered, whatever PYTHONUNBUFFERED says: written at the exit only.
+    sys.stdout = open(1, "w", buffering=8192, closefd=False)
+    sys.stdout.write("Python stdout flushed at exit\\n")
+
+
+def test_sub(sub, flavour):
+    atexit.register(at_exit)
+    KEPT.append(open(1, "w", buffering=8192, closefd=False))
+    KEPT[0].write("a file left open flushed at exit\\n")
+    assert (sub, flavour) == (3, "vanilla")
+"""
+
 
 def project(tmp_path: Path) -> Path:
     return write_tree(
@@ -88,10 +123,7 @@ def project(tmp_path: Path) -> Path:
             "conftest.py": CONFTEST,
             "tests/test_a.py": TEST_A,
             "tests/sub/conftest.py": "import pytest\n\n@pytest.fixture\ndef sub():\n    return 3\n",
-            "tests/sub/test_b.py": """
-                def test_sub(sub, flavour):
-                    assert (sub, flavour) == (3, "vanilla")
-            """,
+            "tests/sub/test_b.py": TEST_B,
         },
     )
 
@@ -114,6 +146,10 @@ def test_each_file_runs_as_a_fresh_pytest_would_after_the_worker_configured_it(t
     text = log(proj, "pytest:tests/test_a.py")
     assert "1 failed, 5 passed" in text, text  # only test_rewritten fails
     assert "At index 1 diff: 2 != 3" in text  # the test file's asserts were rewritten
+    text = log(proj, "pytest:tests/sub/test_b.py")
+    assert "1 passed" in text, text
+    for end in ("a cycle finalized", "Python stdout flushed", "a file left open flushed"):
+        assert f"{end} at exit" in text, text
     # Turned off, each run configures pytest itself: the check of the pid fails (the first
     # build's would pass if the runs configured pytest).
     env = dict(os.environ, MEMOTEST_PYTEST_CONFIGURED="0")

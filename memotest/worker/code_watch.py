@@ -52,6 +52,10 @@ WORKERS, PREPARED, PREPARED_CODES = set(), set(), []
 #: module's namespace, the offsets); each run takes them for that module if it is still
 #: the one of that file, instead of reading their bytecode again.
 PREPARED_QUIET = {}
+#: The ``codes.check`` of each code object of ``PREPARED_CODES``, found in the worker
+#: (:func:`quiet_prepared`): a pure function of the code object, which every run would
+#: compute again for its report; ``PREPARED_CODES`` keeps the objects, so no id is reused.
+PREPARED_CHECKS = {}
 
 
 def on_code_read(args, frame):
@@ -281,8 +285,12 @@ def code_report(executed, had, where):
             namespaces[origin] = None if origin in namespaces else namespace
     found = {}
     inspected = list(INSPECTED)
+    counted = set()  # pytest reads the __code__ of the same functions again and again
     while inspected:
         code = inspected.pop()
+        if id(code) in counted:
+            continue
+        counted.add(id(code))
         codes.append(code)
         inspected.extend(c for c in code.co_consts if hasattr(c, "co_code"))
     quiet = quiet_classes(codes, namespaces)
@@ -292,7 +300,7 @@ def code_report(executed, had, where):
     for code in {id(c): c for c in ours}.values():
         # Keyed as the trace names it (``pythonpath = ..`` in ``tests/pytest.ini``
         # imports ``tests/../pkg/a.py``).
-        entry = [qualname(code), code.co_firstlineno, check(code)]
+        entry = [qualname(code), code.co_firstlineno, PREPARED_CHECKS.get(id(code)) or check(code)]
         if id(code) in quiet:
             entry.append(quiet[id(code)])
         found.setdefault(os.path.normpath(code.co_filename), []).append(entry)
@@ -366,5 +374,8 @@ def quiet_prepared(where):
             space = namespaces.get(code.co_filename)
             if isinstance(space, dict):
                 PREPARED_QUIET[id(code)] = (space, module_quiet(code, space))
+            defaults_seen.remember_sites(code)
+        for code in PREPARED_CODES:
+            PREPARED_CHECKS[id(code)] = check(code)
     finally:
         WITHIN.clear()

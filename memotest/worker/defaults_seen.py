@@ -32,6 +32,20 @@ DEFAULTS_READ = []
 FRAMES_READ = []
 #: Whether the garbage collector handed out objects, or a read could not be told apart.
 GC_READ = []
+#: id(module code) -> (the code, its ``default_sites``): found once in a worker for the
+#: module bodies its preparation ran (:func:`remember_sites`), the same in every run.
+SITES = {}
+
+
+def remember_sites(code):
+    """Finds the ``default_sites`` of the module body ``code`` now, once for every run."""
+    SITES[id(code)] = (code, default_sites(code))
+
+
+def sites_of(code):
+    """``codes.default_sites(code)``, found once for a module body :func:`remember_sites` had."""
+    known = SITES.get(id(code))
+    return known[1] if known is not None and known[0] is code else default_sites(code)
 
 
 def read(name, obj):
@@ -71,7 +85,7 @@ def unseen(codes, namespaces):
             continue
         offsets = [
             offset
-            for function, shapes in default_sites(code)
+            for function, shapes in sites_of(code)
             if id(function) not in ran and id(function) not in read
             for offset in shapes
         ]

@@ -20,7 +20,7 @@ without starting Python and importing its modules again.
 import os
 import sys
 
-from . import extensions, listings, prepared_code, sections, untimed
+from . import child, extensions, listings, prepared_code, sections, untimed
 from .interpreter import roots, threads
 from .monitored import load_executed
 from .preload import preload
@@ -28,7 +28,7 @@ from .preload import preload
 PACKAGE = __name__.rpartition(".")[0]
 #: ``memotest/tracer/warm/worker.py``'s ``PROMOTE_MARK``.
 PROMOTE_MARK = "/.memotest-promote"
-USED = ("ctypes", "gc", "importlib.machinery", "json", "select", "threading")
+USED = ("atexit", "ctypes", "gc", "importlib.machinery", "json", "select", "threading")
 
 
 def send(obj):
@@ -41,11 +41,12 @@ def send(obj):
 
 
 def read_report(memfd):
-    """The report an ended run wrote to its memory file, or None."""
-    import json
-
+    """The report an ended run wrote to its memory file, as the JSON text it wrote (one
+    line, its end included: ``child.write_report``), or ``b"null"`` when there is none or
+    its writing did not end. Sent as it is: parsing and writing again the 60-140 KB of a
+    run's report cost the worker, between a run's end and memotest's knowing it, ~5 ms."""
     if memfd < 0:
-        return None
+        return b"null"
     try:
         os.lseek(memfd, 0, 0)
         data = b""
@@ -54,11 +55,23 @@ def read_report(memfd):
             if not chunk:
                 break
             data += chunk
-        return json.loads(data) if data else None
-    except (OSError, ValueError):
-        return None
+    except OSError:
+        return b"null"
     finally:
         os.close(memfd)
+    # json.dumps writes no line break of its own: a report is whole when its only one is
+    # the last byte, which the child writes last.
+    if not data or data.find(b"\n") != len(data) - 1:
+        return b"null"
+    return data[:-1]
+
+
+def send_ended(pid, status, report):
+    """Writes the answer for a run that ended: its pid, exit status and report (JSON
+    text, :func:`read_report`)."""
+    data = b'{"pid": %d, "status": %d, "report": %s}\n' % (pid, status, report)
+    while data:
+        data = data[os.write(1, data) :]
 
 
 def main():
@@ -74,6 +87,7 @@ def main():
     # ready answer is in no trace, and what a child imports each run would read again.
     for name in USED:
         importlib.import_module(name)
+    sys.modules["atexit"].register(child.exit_now)  # the first, so the last to run
     untimed.install()  # before the project's code binds os.path's probes (untimed.py)
     import ctypes
     import json
@@ -212,7 +226,7 @@ def serve():
                 pid, memfd = children.pop(fd)
                 os.close(fd)
                 _, status = os.waitpid(pid, 0)
-                send({"pid": pid, "status": status, "report": read_report(memfd)})
+                send_ended(pid, status, read_report(memfd))
                 continue
             if b"\n" not in buf:
                 chunk = os.read(0, 65536)

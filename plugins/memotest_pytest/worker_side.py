@@ -125,10 +125,14 @@ def excluded(path):
 
 
 def keep_whole(codes):
-    """Whether the run ran Hypothesis's engine (``ConjectureRunner``)."""
-    for code in codes:
-        name = getattr(code, "co_qualname", code.co_name)
-        if code.co_filename.endswith(HYPOTHESIS_ENGINE) and name.startswith("ConjectureRunner."):
+    """Whether the run ran Hypothesis's engine (``ConjectureRunner``). The engine's file
+    is picked in C: a run executes thousands of code objects."""
+    from itertools import compress
+    from operator import attrgetter, methodcaller
+
+    in_engine = methodcaller("endswith", HYPOTHESIS_ENGINE)
+    for code in compress(codes, map(in_engine, map(attrgetter("co_filename"), codes))):
+        if getattr(code, "co_qualname", code.co_name).startswith("ConjectureRunner."):
             return RAN_HYPOTHESIS
     return None
 
@@ -184,6 +188,7 @@ def prepare(module, args):
         raise RuntimeError("pytest did not take the placeholder as the last path")
     config._do_configure()
     PREPARED.update(config=config, common=list(args[:-1]), before=given[:-1])
+    PREPARED["main"] = sys.argv[0]  # each run's: found once (a worker's input, as pytest)
     PREPARED["session"] = prepare_session(config)
     compile_xml_escape()
     return run_prepared
@@ -315,7 +320,7 @@ def run_prepared(job):
         sys.stderr.write("memotest: this warm worker was prepared for other arguments\n")
         return 70
     os.environ["PYTEST_VERSION"] = pytest.__version__
-    sys.argv[0] = main_path()
+    sys.argv[0] = PREPARED["main"]
     own_capture(config.pluginmanager.getplugin("capturemanager"))
     faults = config.pluginmanager.getplugin("faulthandler")
     if faults is not None:

@@ -4,9 +4,26 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import time
 from typing import IO, Any
+
+#: The start of the answer for a run that ended (``memotest/worker/serve.py``'s
+#: ``send_ended``), whose report the worker sends as the run wrote it.
+ENDED = re.compile(rb'\{"pid": (\d+), "status": (-?\d+), "report": ')
+
+
+def parsed(line: bytes) -> dict[str, Any]:
+    """The message ``line``; for the answer of a run whose report is not JSON (the run
+    wrote into the memory file it goes to), that answer without a report."""
+    try:
+        return json.loads(line)
+    except ValueError:
+        ended = ENDED.match(line)
+        if ended is None:
+            raise
+        return {"pid": int(ended[1]), "status": int(ended[2]), "report": None}
 
 
 class Channel:
@@ -29,4 +46,4 @@ class Channel:
                 return None
             self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
+        return parsed(line)

@@ -35,6 +35,7 @@ from memotest.tracer.warm.preload import PRELOAD_MARK, project_reads
 from memotest.tracer.warm.reading import read_report
 from memotest.tracer.warm.remote import RemoteProcess
 from memotest.tracer.warm.spec import WarmSpec, WarmUnavailable
+from memotest.tracer.warm.stale import not_as_they_were
 from memotest.tracer.warm.startup import A_DIR, not_ready, own_folder_left_out, path_sig
 from memotest.tracer.warm.vouched import vouched_reads
 from memotest.worker import codes
@@ -244,14 +245,11 @@ class Worker:
         """The first path the worker observed while starting that is no longer as it was.
         A folder of the project only its imports listed holds while the entries they looked
         for are as the worker saw them (``worker/listings.py``)."""
-        listed = self._listed
-        for p, sig in self.snapshot.items():
-            now = path_sig(p, p in listed)
-            if now != sig:
-                if p in self._views and isinstance(now, StatSig) and self._view_holds(p):
-                    self.snapshot[p] = now
-                    continue
-                return p
+        for p, now in not_as_they_were(self.snapshot, self._listed):
+            if p in self._views and isinstance(now, StatSig) and self._view_holds(p):
+                self.snapshot[p] = now
+                continue
+            return p
         return None
 
     def _view_holds(self, folder: str) -> bool:
