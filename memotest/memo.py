@@ -19,11 +19,12 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from memotest.check import keys
 from memotest.check.plan import Fresh, Stale
 from memotest.drive import faults
 from memotest.drive.step import Step
@@ -39,6 +40,7 @@ from memotest.run.runner import Runner
 from memotest.run.signals import uniform_terminal_signals
 from memotest.store import Record, Store
 from memotest.tracer.warm.pool import WorkerPool
+from memotest.tracer.warm.spec import WarmSpec
 
 if TYPE_CHECKING:
     # Imported where a remote is used (http.client, ssl): every memoized collection of the
@@ -83,6 +85,7 @@ def run_memoized(
     force: bool = False,
     tee: BinaryIO | None = None,
     pool: WorkerPool | None = None,
+    on_run: Callable[[], object] | None = None,
 ) -> MemoResult:
     """Runs ``target`` unless its record in ``root/.memotest`` still holds.
 
@@ -95,7 +98,8 @@ def run_memoized(
     (``MemoResult.streamed``); a replayed log is only returned. ``pool``: the warm
     workers to fork a target that declares ``warm`` modules from (a build's, while it
     loads its targets); without one, such a target gets a worker of its own, stopped
-    once the command is done.
+    once the command is done. ``on_run`` is called when the command is about to run (not
+    when it is replayed): a build's loader starts there what its targets will need.
     """
     settings = settings or Settings()
     uniform_terminal_signals()  # as a build: nohup's SIGHUP is not seen by the run, nor keyed
@@ -122,7 +126,7 @@ def run_memoized(
     if remote is not None:
         step.uploader = remote.upload
     try:
-        return _replay_or_run(step, target, root, tee, unkeyed_env, remote)
+        return _replay_or_run(step, target, root, tee, unkeyed_env, remote, on_run)
     except KeyboardInterrupt:
         if remote is not None:
             remote.abort()  # Ctrl-C: no wait for the upload
@@ -156,6 +160,7 @@ def _replay_or_run(
     tee: BinaryIO | None,
     unkeyed_env: Mapping[str, str] | None,
     remote: RemoteCache | None = None,
+    on_run: Callable[[], object] | None = None,
 ) -> MemoResult:
     with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT, roots=step.roots) as store:
         verdict = step.check([target], store)[target.name]
@@ -183,6 +188,8 @@ def _replay_or_run(
         # With the store open: the last record's inputs are read from it lazily.
         step.snapshot(target, verdict.record)
     reason = step.unreplayable.get(target.name) or verdict.reason
+    if on_run is not None:
+        on_run()
     outcome = step.run(target, tee=tee, unkeyed_env=unkeyed_env)
     # The command ran: from here on, nothing raises (memotest.drive.faults).
     try:
@@ -249,3 +256,19 @@ def after_target(
     """``memotest_after_target``, as a build fires it (:meth:`Step.report`: a plugin that
     fails there does not undo the result)."""
     Step.report_to(config, root, target, result)
+
+
+def start_worker_early(
+    pool: WorkerPool, target: Target, settings: Settings, config: Config
+) -> None:
+    """Starts in the background the warm worker that ``target`` would fork from in a build
+    whose settings are ``settings`` (its environment made as :meth:`Step.run` makes it),
+    for a loader that knows what its targets will be like before it has their list
+    (``memotest_pytest/early.py``). Nothing when it would fork from none."""
+    if not target.warm:
+        return
+    env = keys.run_environ(target, settings, os.environ)
+    plugins.call("memotest_before_target", config=config, target=target, env=env)
+    spec = WarmSpec.of(target.argv, target.warm, target.cwd, env, target.prepare)
+    if spec is not None:
+        pool.start_early(spec)

@@ -29,9 +29,11 @@ targets file); without them it never answers, so it does not auto-detect.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,13 +44,14 @@ from memotest.load.config import DEFAULT_PASS_ENV, Project, Settings
 from memotest.load.plugins import Config, LoadRequest
 from memotest.model import SourceLocation, Target
 from memotest_pytest import collect as driver
-from memotest_pytest import split, worker_side
+from memotest_pytest import early, split
 from memotest_pytest.collect import MARK, NARROW, ONLY
 from memotest_pytest.collect_errors import collection_error, same_file
 
 # This plugin's other hooks, each in the module of what it is about (pluggy registers
 # every hook function this module holds, so importing them here registers them).
 from memotest_pytest.ignore import memotest_ignore  # noqa: F401
+from memotest_pytest.pinned import _config_between, pinned_config
 from memotest_pytest.plain import memotest_before_target  # noqa: F401
 from memotest_pytest.readers import memotest_readers  # noqa: F401
 from memotest_pytest.warm import memotest_warm_report, memotest_worker_modules  # noqa: F401
@@ -158,7 +161,13 @@ def load(
                 f"--pytest: no such file or folder: {p!r} (every word after --pytest is a "
                 "path; name targets before --pytest, or after --)"
             )
-    data = collect(cwd, paths, python, warm, pool)
+    settings = Settings(pass_env=(*DEFAULT_PASS_ENV, *PYTEST_PASS_ENV))
+    modules = warm_modules() if warm else ()
+    on_run = None
+    if modules and pool is not None and configured_workers() and python == _own_python():
+        target_of = functools.partial(guessed_target, python, modules)
+        on_run = early.starter(cwd, paths, python, pool, settings, target_of)
+    data = collect(cwd, paths, python, warm, pool, on_run=on_run)
     rootdir = Path(data["rootdir"])
     home = project_home(cwd, rootdir)
     if not same_file(str(rootdir), str(cwd)):
@@ -193,14 +202,12 @@ def load(
             f"{data.get('output', '').strip()[-500:]}"
         )
     split.check(splits or {}, list(data["files"]), bool(data.get("narrow")))
-    settings = Settings(pass_env=(*DEFAULT_PASS_ENV, *PYTEST_PASS_ENV))
     run_args = RUN_ARGS
     pin: tuple[str, ...] = ()
     if data.get("narrow"):
         run_args = (*RUN_ARGS, *NARROW_ARGS)
         pin = pinned_config(data.get("inipath"), rootdir, data.get("settings", True))
     top = Path(data["inipath"]).parent if data.get("inipath") else rootdir
-    modules = warm_modules() if warm else ()
     configured = bool(modules) and bool(data.get("narrow")) and configured_workers()
     targets: dict[str, Target] = {}
     seen: dict[Path, bool] = {}
@@ -218,8 +225,7 @@ def load(
         # every file) and a file given as itself (its folder's conftests).
         prepare: tuple[str, ...] = ()
         if configured and own and args == (rel,):
-            placeholder = os.path.join(os.path.dirname(rel), worker_side.PLACEHOLDER)
-            prepare = (RUN_ARGS[1], *run_args[2:], *own, placeholder)
+            prepare = early.prepare_args(run_args, own, rel)
         n = (splits or {}).get(os.path.normpath(file))
         for part, part_command in (split.parts(name, command, n) if n else {name: command}).items():
             targets[part] = Target(
@@ -232,6 +238,36 @@ def load(
             )
     project_file = Path(data["inipath"]) if data.get("inipath") else rootdir
     return Project(project_file, home, settings, targets)
+
+
+def guessed_target(
+    python: str,
+    modules: tuple[str, ...],
+    rootdir: Path,
+    inipath: str | None,
+    settings: bool,
+    folder: Path,
+) -> Target | None:
+    """A target of a test file in ``folder`` as :func:`load` makes it from a collection
+    that finds ``rootdir``, ``inipath`` and ``settings`` (``early.py``); None if it would
+    not fork from a configured worker."""
+    run_args = (*RUN_ARGS, *NARROW_ARGS)
+    if _config_between(folder, Path(inipath).parent if inipath else rootdir):
+        return None
+    own = pinned_config(inipath, rootdir, settings)
+    rel = os.path.relpath(folder / "test_.py", rootdir)
+    prepare = early.prepare_args(run_args, own, rel)
+    return Target(
+        f"pytest:{rel}",
+        (python, *run_args, *own, rel),
+        cwd=str(rootdir),
+        warm=modules,
+        prepare=prepare,
+    )
+
+
+def _own_python() -> str:
+    return os.path.abspath(sys.executable)
 
 
 def project_home(cwd: Path, rootdir: Path) -> Path:
@@ -277,53 +313,6 @@ def configured_workers() -> bool:
     return os.environ.get(CONFIGURED_SWITCH, "").strip().lower() not in ("0", "off", "no", "false")
 
 
-#: The files pytest looks into for its configuration, in its order.
-CONFIG_NAMES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
-
-
-def _config_between(folder: Path, top: Path, seen: dict[Path, bool] | None = None) -> bool:
-    """Whether a folder from ``folder`` up to ``top`` (excluded) holds a file pytest would
-    look into for its configuration. Checked at every build (the loader runs every time);
-    ``seen`` caches the answer per folder across the files of one load."""
-    seen = {} if seen is None else seen
-    if folder == top:
-        return False
-    if folder in seen:
-        return seen[folder]
-    if top not in folder.parents:
-        answer = True  # not below the configuration's folder: leave it to pytest
-    elif any((folder / n).exists() for n in CONFIG_NAMES):
-        answer = True
-    else:
-        answer = _config_between(folder.parent, top, seen)
-    seen[folder] = answer
-    return answer
-
-
-def pinned_config(inipath: str | None, rootdir: Path, settings: bool = True) -> tuple[str, ...]:
-    """pytest's options naming the configuration file and rootdir its collection found.
-
-    Looking for its configuration, pytest reads each of ``pytest.ini``, ``.pytest.ini``,
-    ``pyproject.toml``, ``tox.ini`` and ``setup.cfg`` that exists, in that order, up to
-    the first with a pytest section, in every folder from the arguments' up. Every one of
-    those would be an input of every target: a version bump in ``setup.cfg`` would re-run
-    everything although pytest only looked for ``[tool:pytest]`` in it. Given ``-c FILE
-    --rootdir DIR``, pytest reads that file only, with the same result as its search
-    (``confcutdir`` defaults to the file's folder either way). Without a configuration
-    file, or with one that sets nothing (since pytest 8.1, a ``pyproject.toml`` without a
-    pytest table is the configuration file when there is no other), ``-c /dev/null`` with
-    ``--confcutdir`` where pytest would put it (the file's folder, else the rootdir) gives
-    the same empty configuration without reading the file. What the search read is an
-    input of the collection, which runs again when any of it changes: if it then finds
-    another file (a new ``pytest.ini``) or settings, the targets' commands change and they
-    run again.
-    """
-    if inipath and settings:
-        return ("-c", inipath, "--rootdir", str(rootdir))
-    cut = os.path.dirname(inipath) if inipath else str(rootdir)
-    return ("-c", os.devnull, "--rootdir", str(rootdir), "--confcutdir", cut)
-
-
 def collect(
     cwd: Path,
     paths: list[str],
@@ -331,6 +320,7 @@ def collect(
     warm: bool = True,
     pool: WorkerPool | None = None,
     store: Path | None = None,
+    on_run: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Runs the collection driver with ``python`` in ``cwd``; returns its JSON report
     (plus ``output``: what pytest printed).
@@ -338,11 +328,12 @@ def collect(
     The collection is itself memoized (``run_memoized``, in the store of ``store``, else
     of ``cwd``): it is a
     command like any other, whose inputs are the test files, conftests and plugins it
-    read, so a build where nothing changed does not pay for collecting again.
+    read, so a build where nothing changed does not pay for collecting again. ``on_run``
+    is called when it is about to run (``early.py``).
     """
     from memotest.memo import run_memoized
 
-    if python == os.path.abspath(sys.executable):
+    if python == _own_python():
         # memotest's own interpreter imports the driver: it can be forked from the warm
         # worker that then runs the targets, which saves starting pytest once more.
         command: tuple[str, ...] = (python, "-m", driver.__name__, *paths)
@@ -360,7 +351,9 @@ def collect(
     )
     settings = Settings(pass_env=(*DEFAULT_PASS_ENV, *PYTEST_PASS_ENV))
     try:
-        result = run_memoized(target, root=store or cwd, settings=settings, pool=pool)
+        result = run_memoized(
+            target, root=store or cwd, settings=settings, pool=pool, on_run=on_run
+        )
     except OSError as exc:
         raise ConfigError(f"pytest: cannot run {python}: {exc.strerror}") from None
     if result.status == "timeout":
