@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from memotest.check import keys
 from memotest.check.plan import Fresh, Stale
 from memotest.drive import faults
-from memotest.drive.step import Step
+from memotest.drive.step import Pending, Step
 from memotest.errors import UsageError
 from memotest.load import plugins
 from memotest.load.config import Project, Settings
@@ -86,6 +87,7 @@ def run_memoized(
     tee: BinaryIO | None = None,
     pool: WorkerPool | None = None,
     on_run: Callable[[], object] | None = None,
+    defer: list[Callable[[Store | None], None]] | None = None,
 ) -> MemoResult:
     """Runs ``target`` unless its record in ``root/.memotest`` still holds.
 
@@ -100,6 +102,9 @@ def run_memoized(
     loads its targets); without one, such a target gets a worker of its own, stopped
     once the command is done. ``on_run`` is called when the command is about to run (not
     when it is replayed): a build's loader starts there what its targets will need.
+    ``defer``: a run's record is taken of the file system at once (``Step.capture``), and
+    finished by the function appended there, which a build calls with its store once its
+    first targets started (``Build.run``; None: it opens the store).
     """
     settings = settings or Settings()
     uniform_terminal_signals()  # as a build: nohup's SIGHUP is not seen by the run, nor keyed
@@ -126,7 +131,8 @@ def run_memoized(
     if remote is not None:
         step.uploader = remote.upload
     try:
-        return _replay_or_run(step, target, root, tee, unkeyed_env, remote, on_run)
+        later = defer if remote is None else None  # a remote closes when this returns
+        return _replay_or_run(step, target, root, tee, unkeyed_env, remote, on_run, later)
     except KeyboardInterrupt:
         if remote is not None:
             remote.abort()  # Ctrl-C: no wait for the upload
@@ -161,6 +167,7 @@ def _replay_or_run(
     unkeyed_env: Mapping[str, str] | None,
     remote: RemoteCache | None = None,
     on_run: Callable[[], object] | None = None,
+    defer: list[Callable[[Store | None], None]] | None = None,
 ) -> MemoResult:
     with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT, roots=step.roots) as store:
         verdict = step.check([target], store)[target.name]
@@ -193,10 +200,13 @@ def _replay_or_run(
     outcome = step.run(target, tee=tee, unkeyed_env=unkeyed_env)
     # The command ran: from here on, nothing raises (memotest.drive.faults).
     try:
-        result = _record(step, target, outcome, verdict, root)
+        result = _record(step, target, outcome, verdict, root, defer)
     except Exception as exc:
         result = _standing(outcome, faults.note(root, f"recording {target.name}", exc))
-    step.report(target, result)
+    if result is None:  # finished later (defer): reported then
+        result = TargetResult(target.name, outcome.status, outcome.duration, outcome.exit_code)
+    else:
+        step.report(target, result)
     return MemoResult(
         target.name,
         outcome.status,
@@ -222,18 +232,44 @@ def _hashes(step: Step, target: Target) -> tuple[str, str] | None:
 
 
 def _record(
-    step: Step, target: Target, outcome: Outcome, verdict: Fresh | Stale, root: Path
-) -> TargetResult:
+    step: Step,
+    target: Target,
+    outcome: Outcome,
+    verdict: Fresh | Stale,
+    root: Path,
+    defer: list[Callable[[Store | None], None]] | None = None,
+) -> TargetResult | None:
     """The run's result, recorded in the store if it can be: a store that cannot be
-    opened again, or fails while recording, leaves the result standing, not cached."""
+    opened again, or fails while recording, leaves the result standing, not cached.
+    With ``defer``, the record is only taken of the file system here; None."""
     if outcome.trace is None:
         return step.record(target, outcome, verdict, None)
     with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT, roots=step.roots) as store:
+        if defer is not None:
+            pending = step.capture(target, outcome, verdict, store)
+            defer.append(functools.partial(_finish, step, target, pending, outcome, root))
+            return None
         result = step.record(target, outcome, verdict, store)
         # Housekeeping: the next call does it if this one fails.
         with contextlib.suppress(Exception):
             store.gc_if_due(step.settings.max_size)
         return result
+
+
+def _finish(
+    step: Step, target: Target, pending: Pending, outcome: Outcome, root: Path, store: Store | None
+) -> None:
+    """A record taken by :func:`_record` with ``defer``, finished into ``store`` (a build's,
+    which holds the lock; None: the store opened here), and the result reported."""
+    try:
+        if store is not None:
+            result = step.complete(pending, store)
+        else:
+            with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT, roots=step.roots) as own:
+                result = step.complete(pending, own)
+    except Exception as exc:
+        result = _standing(outcome, faults.note(root, f"recording {target.name}", exc))
+    step.report(target, result)
 
 
 def _standing(outcome: Outcome, note: str) -> TargetResult:

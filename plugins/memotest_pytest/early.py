@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from memotest.load.config import Settings
 from memotest.model import Target
+from memotest_pytest.pinned import _config_between, pinned_config
 
 if TYPE_CHECKING:
     from memotest.tracer.warm.pool import WorkerPool
@@ -46,6 +47,28 @@ def prepare_args(run_args: tuple[str, ...], own: tuple[str, ...], rel: str) -> t
 
     placeholder = os.path.join(os.path.dirname(rel), worker_side.PLACEHOLDER)
     return (run_args[1], *run_args[2:], *own, placeholder)
+
+
+def guessed_target(
+    python: str,
+    modules: tuple[str, ...],
+    run_args: tuple[str, ...],
+    rootdir: Path,
+    inipath: str | None,
+    settings: bool,
+    folder: Path,
+) -> Target | None:
+    """A target of a test file in ``folder`` as the loader makes it (``python -m pytest``
+    and ``run_args``, forked from a worker that imported ``modules``) from a collection that
+    finds ``rootdir``, ``inipath`` and ``settings``; None if it would fork from no worker
+    that configured pytest."""
+    if _config_between(folder, Path(inipath).parent if inipath else rootdir):
+        return None
+    own = pinned_config(inipath, rootdir, settings)
+    rel = os.path.relpath(folder / "test_.py", rootdir)
+    command = (python, *run_args, *own, rel)
+    prepare = prepare_args(run_args, own, rel)
+    return Target(f"pytest:{rel}", command, cwd=str(rootdir), warm=modules, prepare=prepare)
 
 
 def guessed_setup(cwd: Path, paths: list[str]) -> tuple[Path, str | None, dict] | None:

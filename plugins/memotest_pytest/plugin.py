@@ -71,6 +71,7 @@ COLLECT_TIMEOUT = 600.0
 RUN_ARGS = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
 
 NARROW_ARGS = ("-p", NARROW)
+_RUN_NARROW = (*RUN_ARGS, *NARROW_ARGS)
 
 
 #: pytest's own code opens and stats test files and conftests (assertion rewriting,
@@ -124,7 +125,8 @@ def memotest_load_targets(request: LoadRequest, config: Config) -> Project | Non
     python = getattr(request.options, "pytest_python", None) or sys.executable
     warm = not getattr(request.options, "no_warm", False)
     splits = split.parse(getattr(request.options, "pytest_split", None), request.cwd)
-    return load(request.cwd, list(paths or []), python, warm, config.worker_pool, splits)
+    pool, defer = config.worker_pool, config.building
+    return load(request.cwd, list(paths or []), python, warm, pool, splits, defer)
 
 
 def resolve_python(python: str) -> str:
@@ -150,10 +152,12 @@ def load(
     warm: bool = True,
     pool: WorkerPool | None = None,
     splits: dict[str, int] | None = None,
+    defer: bool = False,
 ) -> Project:
     """Collects ``paths`` (relative to ``cwd``) with pytest and makes one target per file
     (``splits``: N targets for a file, ``split.py``); the collection is forked from
-    ``pool``'s warm workers (the build's) when there is one."""
+    ``pool``'s warm workers (the build's) when there is one. With ``defer`` (a build's),
+    the collection's record is finished by the build (``Project.deferred``)."""
     python = resolve_python(python)
     for p in paths:
         if not os.path.exists(os.path.join(cwd, p)):
@@ -165,9 +169,31 @@ def load(
     modules = warm_modules() if warm else ()
     on_run = None
     if modules and pool is not None and configured_workers() and python == _own_python():
-        target_of = functools.partial(guessed_target, python, modules)
+        target_of = functools.partial(early.guessed_target, python, modules, _RUN_NARROW)
         on_run = early.starter(cwd, paths, python, pool, settings, target_of)
-    data = collect(cwd, paths, python, warm, pool, on_run=on_run)
+    deferred: list = []
+    data = collect(cwd, paths, python, warm, pool, on_run=on_run, defer=deferred if defer else None)
+    try:
+        return _targets(cwd, paths, python, warm, pool, data, splits, settings, deferred)
+    except BaseException:
+        for finish in deferred:  # no build: the collection's record finished now
+            finish(None)
+        raise
+
+
+def _targets(
+    cwd: Path,
+    paths: list[str],
+    python: str,
+    warm: bool,
+    pool: WorkerPool | None,
+    data: dict[str, Any],
+    splits: dict[str, int] | None,
+    settings: Settings,
+    deferred: list,
+) -> Project:
+    """:func:`load`'s project from the collection's report ``data``."""
+    modules = warm_modules() if warm else ()
     rootdir = Path(data["rootdir"])
     home = project_home(cwd, rootdir)
     if not same_file(str(rootdir), str(cwd)):
@@ -237,33 +263,7 @@ def load(
                 prepare=prepare,
             )
     project_file = Path(data["inipath"]) if data.get("inipath") else rootdir
-    return Project(project_file, home, settings, targets)
-
-
-def guessed_target(
-    python: str,
-    modules: tuple[str, ...],
-    rootdir: Path,
-    inipath: str | None,
-    settings: bool,
-    folder: Path,
-) -> Target | None:
-    """A target of a test file in ``folder`` as :func:`load` makes it from a collection
-    that finds ``rootdir``, ``inipath`` and ``settings`` (``early.py``); None if it would
-    not fork from a configured worker."""
-    run_args = (*RUN_ARGS, *NARROW_ARGS)
-    if _config_between(folder, Path(inipath).parent if inipath else rootdir):
-        return None
-    own = pinned_config(inipath, rootdir, settings)
-    rel = os.path.relpath(folder / "test_.py", rootdir)
-    prepare = early.prepare_args(run_args, own, rel)
-    return Target(
-        f"pytest:{rel}",
-        (python, *run_args, *own, rel),
-        cwd=str(rootdir),
-        warm=modules,
-        prepare=prepare,
-    )
+    return Project(project_file, home, settings, targets, deferred=deferred)
 
 
 def _own_python() -> str:
@@ -321,6 +321,7 @@ def collect(
     pool: WorkerPool | None = None,
     store: Path | None = None,
     on_run: Callable[[], None] | None = None,
+    defer: list | None = None,
 ) -> dict[str, Any]:
     """Runs the collection driver with ``python`` in ``cwd``; returns its JSON report
     (plus ``output``: what pytest printed).
@@ -329,7 +330,8 @@ def collect(
     of ``cwd``): it is a
     command like any other, whose inputs are the test files, conftests and plugins it
     read, so a build where nothing changed does not pay for collecting again. ``on_run``
-    is called when it is about to run (``early.py``).
+    is called when it is about to run (``early.py``); its record is finished by what it
+    appends to ``defer``, if given (``run_memoized``).
     """
     from memotest.memo import run_memoized
 
@@ -352,7 +354,7 @@ def collect(
     settings = Settings(pass_env=(*DEFAULT_PASS_ENV, *PYTEST_PASS_ENV))
     try:
         result = run_memoized(
-            target, root=store or cwd, settings=settings, pool=pool, on_run=on_run
+            target, root=store or cwd, settings=settings, pool=pool, on_run=on_run, defer=defer
         )
     except OSError as exc:
         raise ConfigError(f"pytest: cannot run {python}: {exc.strerror}") from None

@@ -9,6 +9,7 @@ after the collection. Real pytest, real workers, under the real shim.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from conftest import build_statuses, write_tree
@@ -29,6 +30,10 @@ def level():
 
 
 def test_early_worker_and_what_the_collection_decides(tmp_path: Path) -> None:
+    # No entry-point plugin: one that creates a file at pytest's configuration
+    # (pytest-benchmark's .benchmarks/) makes the collection and the early worker race
+    # on it in a first build (docs/limits.md); and each configuration is cheaper.
+    env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     proj = write_tree(
         tmp_path / "proj",
         {
@@ -40,10 +45,13 @@ def test_early_worker_and_what_the_collection_decides(tmp_path: Path) -> None:
         },
     )
     a, b, c = "pytest:tests/test_a.py", "pytest:tests/test_b.py", "pytest:tests/test_c.py"
-    rc, out, st = build_statuses(proj, "-j1", "-v", "--pytest", "tests")
+    rc, out, st = build_statuses(proj, "-j1", "-v", "--pytest", "tests", env=env)
     assert (rc, st) == (0, {a: "passed", b: "passed"}), out
     # The runs forked from the worker started early: the collection's was not promoted.
     assert EARLY in out and PROMOTED not in out, out
+    # The collection's record, finished by the build once the targets started: replayed.
+    rc, out, st = build_statuses(proj, "-j1", "-v", "--pytest", "tests", env=env)
+    assert (rc, st) == (0, {a: "cached", b: "cached"}) and EARLY not in out, out
 
     # A conftest that ignores a folder, the one holding the first test file: the guess
     # takes that folder, whose worker no target uses (the collection's worker is promoted
@@ -52,7 +60,7 @@ def test_early_worker_and_what_the_collection_decides(tmp_path: Path) -> None:
     (proj / "tests/aa/test_0.py").write_text("def test_0():\n    assert False\n")
     conftest = proj / "tests/conftest.py"
     conftest.write_text(CONFTEST + 'collect_ignore = ["aa"]\n')
-    rc, out, st = build_statuses(proj, "-j1", "-v", "--pytest", "tests")
+    rc, out, st = build_statuses(proj, "-j1", "-v", "--pytest", "tests", env=env)
     assert (rc, st) == (0, {a: "passed", b: "passed"}), out
     assert EARLY in out and PROMOTED in out, out
 
@@ -64,11 +72,11 @@ def test_early_worker_and_what_the_collection_decides(tmp_path: Path) -> None:
     (proj / "tests/test_b.py").write_text("VALUE = 2\n")
     (proj / "tests/test_c.py").write_text("def test_c(level):\n    assert level == 2\n")
     (proj / "helper.py").write_text("LEVEL = 2\n")
-    rc, out, st = build_statuses(proj, "-j1", "-v", "--pytest", "tests")
+    rc, out, st = build_statuses(proj, "-j1", "-v", "--pytest", "tests", env=env)
     assert (rc, st) == (1, {a: "failed", b: "passed", c: "passed"}), out
     assert EARLY in out and PROMOTED not in out, out
 
     # A collection that fails: a usage error, no target, and the build ends.
     conftest.write_text(CONFTEST + "collect_ignore = [\n")
-    rc, out, st = build_statuses(proj, "-j1", "--pytest", "tests")
+    rc, out, st = build_statuses(proj, "-j1", "--pytest", "tests", env=env)
     assert rc == 2 and st == {} and "conftest" in out, out
