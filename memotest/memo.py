@@ -86,7 +86,6 @@ def run_memoized(
     force: bool = False,
     tee: BinaryIO | None = None,
     pool: WorkerPool | None = None,
-    on_run: Callable[[], object] | None = None,
     defer: list[Callable[[Store | None], None]] | None = None,
 ) -> MemoResult:
     """Runs ``target`` unless its record in ``root/.memotest`` still holds.
@@ -100,11 +99,10 @@ def run_memoized(
     (``MemoResult.streamed``); a replayed log is only returned. ``pool``: the warm
     workers to fork a target that declares ``warm`` modules from (a build's, while it
     loads its targets); without one, such a target gets a worker of its own, stopped
-    once the command is done. ``on_run`` is called when the command is about to run (not
-    when it is replayed): a build's loader starts there what its targets will need.
-    ``defer``: a run's record is taken of the file system at once (``Step.capture``), and
-    finished by the function appended there, which a build calls with its store once its
-    first targets started (``Build.run``; None: it opens the store).
+    once the command is done. ``defer``: a run's record is taken of the file system at
+    once (``Step.capture``), and finished by the function appended there, which a build
+    calls with its store once its first targets started (``Build.run``; None: it opens
+    the store).
     """
     settings = settings or Settings()
     uniform_terminal_signals()  # as a build: nohup's SIGHUP is not seen by the run, nor keyed
@@ -132,7 +130,7 @@ def run_memoized(
         step.uploader = remote.upload
     try:
         later = defer if remote is None else None  # a remote closes when this returns
-        return _replay_or_run(step, target, root, tee, unkeyed_env, remote, on_run, later)
+        return _replay_or_run(step, target, root, tee, unkeyed_env, remote, later)
     except KeyboardInterrupt:
         if remote is not None:
             remote.abort()  # Ctrl-C: no wait for the upload
@@ -166,7 +164,6 @@ def _replay_or_run(
     tee: BinaryIO | None,
     unkeyed_env: Mapping[str, str] | None,
     remote: RemoteCache | None = None,
-    on_run: Callable[[], object] | None = None,
     defer: list[Callable[[Store | None], None]] | None = None,
 ) -> MemoResult:
     with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT, roots=step.roots) as store:
@@ -195,8 +192,6 @@ def _replay_or_run(
         # With the store open: the last record's inputs are read from it lazily.
         step.snapshot(target, verdict.record)
     reason = step.unreplayable.get(target.name) or verdict.reason
-    if on_run is not None:
-        on_run()
     outcome = step.run(target, tee=tee, unkeyed_env=unkeyed_env)
     # The command ran: from here on, nothing raises (memotest.drive.faults).
     try:

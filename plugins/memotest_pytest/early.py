@@ -1,30 +1,34 @@
 """The configured worker of ``--pytest``'s targets, started while their collection runs.
 
 A build that collects (``memotest build --pytest``, the collection stale) used to wait for
-the collection, record it, and only then start (or promote) the worker that configured
-pytest for the targets (``worker_side.prepare``): a second configuration of pytest, with
-its plugins and the root conftests, one after the other on the way to the first target
-(about 1 s of the 2.5-3 s before it on structlog, 2 cores). That worker's spec depends on
-the collection only through pytest's rootdir and configuration file (the pinned ``-c``,
-``--rootdir``) and the test files' folder. Both are known before the collection: pytest
-finds its rootdir and configuration file from its arguments and the folders
-(``determine_setup``, asked here of the pytest of memotest's own interpreter, which is the
-tests' when the collection forks from a warm worker), and the folder is guessed from the
-paths given (or the one entry of ``testpaths``).
+the collection, record it, and only then have the worker the targets fork from configure
+pytest for them (``worker_side.prepare``, by promoting the collection's worker): a second
+configuration of pytest, with its plugins and the root conftests, one after the other on
+the way to the first target (0.5-1 s of the 2-2.5 s before it on structlog, 2 cores).
 
-So when the collection is about to run, the worker the targets would fork from, were that
-guess right, is started in the background (``WorkerPool.start_early``). It is a worker like
-any other of its spec: a target forks from it only if the spec the new collection gives it
-is the same, with the same checks (a file it read changed since: replaced) and its
-observations in every record that forks from it, as if it were started on the first
-target's request. A wrong guess costs the CPU of a worker nobody uses, never a result.
-Not when the collection is replayed (a no-op build starts no worker), nor with
-``PYTEST_ADDOPTS`` set (it may name ``-c`` or ``--rootdir``).
+That worker's spec depends on the collection only through pytest's rootdir and
+configuration file (pinned on the targets' command line) and the test files' folder. The
+collection says the first two as soon as pytest is configured (``collect.CONFIGURED``, a
+line written past pytest's capture once every plugin's ``pytest_configure`` ran), and the
+folder is guessed from the names of the files under the paths pytest was given
+(``python_files``, ``norecursedirs``): the folder of the first of them, which is the
+first target the build starts. memotest follows the collection's output (:class:`Watch`)
+and starts that worker then, in the background (``WorkerPool.start_early``), while pytest
+collects.
+
+It is a worker like any other of its spec: a target forks from it only if the spec the
+new collection gives it is the same, with the same checks (a file it read changed since
+it started: replaced) and its observations in every record forked from it, as if it had
+been started on the first target's request. A wrong guess costs the CPU of a worker no
+run uses, never a result. It starts after the collection's plugins are configured, so
+that what a plugin creates then (pytest-benchmark's ``.benchmarks/``) is there before it
+looks. Never when the collection is replayed (a no-op build starts no worker).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -33,10 +37,14 @@ from typing import TYPE_CHECKING
 
 from memotest.load.config import Settings
 from memotest.model import Target
+from memotest_pytest.collect import CONFIGURED
 from memotest_pytest.pinned import _config_between, pinned_config
 
 if TYPE_CHECKING:
     from memotest.tracer.warm.pool import WorkerPool
+
+#: Entries the folder's guess looks at, at most (a checkout's root without ``testpaths``).
+SCAN_MOST = 5000
 
 
 def prepare_args(run_args: tuple[str, ...], own: tuple[str, ...], rel: str) -> tuple[str, ...]:
@@ -71,70 +79,26 @@ def guessed_target(
     return Target(f"pytest:{rel}", command, cwd=str(rootdir), warm=modules, prepare=prepare)
 
 
-def guessed_setup(cwd: Path, paths: list[str]) -> tuple[Path, str | None, dict] | None:
-    """pytest's rootdir, configuration file and its settings for ``paths`` given in
-    ``cwd``, as this interpreter's pytest finds them; None if it cannot be asked."""
-    if os.environ.get("PYTEST_ADDOPTS", "").strip():
+def guessed_folder(
+    args: Sequence[str], python_files: Sequence[str], norecursedirs: Sequence[str]
+) -> Path | None:
+    """The folder of the first test file the build will start (the targets are in their
+    paths' order), as a guess: of the files under the one path pytest was given that are
+    named like test files, the first."""
+    if len(args) != 1 or "::" in args[0]:
         return None
-    try:
-        import inspect
-
-        from _pytest.config.findpaths import determine_setup
-
-        params = inspect.signature(determine_setup).parameters
-        known = {
-            "inifile": None,
-            "override_ini": None,
-            "args": [os.path.join(cwd, p) for p in paths],
-            "rootdir_cmd_arg": None,
-            "invocation_dir": Path(cwd),
-            "config": None,
-        }
-        if any(p not in known for p in params) or (
-            "invocation_dir" not in params and os.path.realpath(cwd) != os.getcwd()
-        ):
-            return None
-        found = determine_setup(**{p: known[p] for p in params})
-        rootdir, inipath, inicfg = found[0], found[1], found[2]
-    except Exception:  # any pytest, any configuration: a guess only
-        return None
-    return Path(rootdir), (str(inipath) if inipath else None), dict(inicfg or {})
-
-
-#: pytest's defaults for the settings the folder's guess reads.
-PYTHON_FILES = ("test_*.py", "*_test.py")
-NORECURSEDIRS = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
-#: Entries the guess looks at, at most (a checkout's root without ``testpaths``).
-SCAN_MOST = 5000
-
-
-def guessed_folder(cwd: Path, paths: list[str], rootdir: Path, inicfg: dict) -> Path | None:
-    """The folder of the first test file the build will start (the targets' order is
-    their paths'), as a guess: of the files named like test files (``python_files``)
-    under the one path named (or the one entry of ``testpaths``, or the current folder),
-    the first."""
-    if len(paths) > 1:
-        return None
-    if paths:
-        top = Path(os.path.abspath(os.path.join(cwd, paths[0])))
-        if not top.is_dir():
-            return top.parent
-    else:
-        entries = _words(inicfg.get("testpaths"))
-        if len(entries) > 1 or (entries and not _same(cwd, rootdir)):
-            return None
-        top = rootdir / entries[0] if entries else Path(cwd)
-    files = _words(inicfg.get("python_files")) or PYTHON_FILES
-    skip = _words(inicfg.get("norecursedirs")) or NORECURSEDIRS
+    top = Path(args[0])
+    if not top.is_dir():
+        return top.parent
     seen, first = 0, None
     for folder, dirs, names in os.walk(top):
         seen += len(dirs) + len(names)
         if seen > SCAN_MOST:
             return None
-        dirs[:] = [d for d in dirs if d != "__pycache__" and not _matches(d, skip)]
+        dirs[:] = [d for d in dirs if d != "__pycache__" and not _matches(d, norecursedirs)]
         for name in names:
             path = os.path.join(folder, name)
-            if _matches(name, files) and (first is None or path < first):
+            if _matches(name, python_files) and (first is None or path < first):
                 first = path
     return Path(first).parent if first is not None else None
 
@@ -143,43 +107,65 @@ def _matches(name: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatch(name, p) for p in patterns)
 
 
-def _words(value: object) -> list[str]:
-    if isinstance(value, str):
-        return value.split()
-    return [str(v) for v in value] if isinstance(value, list) else []
+class Watch:
+    """The collection's output as it comes (``run_memoized``'s ``tee``): calls
+    ``configured`` with what the :data:`~memotest_pytest.collect.CONFIGURED` line says,
+    once, in a thread of its own."""
+
+    def __init__(self, configured: Callable[[dict], None]) -> None:
+        self.configured = configured
+        self.pending = b""
+        self.done = False
+
+    def write(self, chunk: bytes) -> int:
+        if self.done:
+            return len(chunk)
+        self.pending += chunk
+        mark = ("\n" + CONFIGURED).encode()
+        at = self.pending.find(mark)
+        if at < 0:  # keep what may be the start of the line
+            self.pending = self.pending[-len(mark) :]
+            return len(chunk)
+        end = self.pending.find(b"\n", at + len(mark))
+        if end < 0:  # the line is still coming
+            self.pending = self.pending[at:]
+            return len(chunk)
+        self.done = True
+        try:
+            said = json.loads(self.pending[at + len(mark) : end])
+        except ValueError:
+            return len(chunk)
+        self.pending = b""
+        threading.Thread(
+            target=self.configured, args=(said,), name="memotest-early", daemon=True
+        ).start()
+        return len(chunk)
+
+    def flush(self) -> None:
+        pass
 
 
-def _same(a: Path, b: Path) -> bool:
-    return os.path.realpath(a) == os.path.realpath(b)
-
-
-def starter(
-    cwd: Path,
-    paths: list[str],
-    python: str,
+def watch(
     pool: WorkerPool,
     settings: Settings,
     target_of: Callable[[Path, str | None, bool, Path], Target | None],
-) -> Callable[[], None]:
-    """What the collection calls when it is about to run: a thread that guesses the
-    targets' worker (``target_of(rootdir, inipath, settings, folder)``: a target of that
-    folder, as the loader would make it) and starts it (the module doc)."""
+) -> Watch:
+    """What follows the collection's output and starts the targets' worker once pytest is
+    configured (module doc): ``target_of(rootdir, inipath, settings, folder)`` is a target
+    of that folder as the loader would make it."""
 
-    def guess_and_start() -> None:
+    def configured(said: dict) -> None:
         from memotest.memo import start_worker_early
 
-        setup = guessed_setup(cwd, paths)
-        if setup is None:
+        try:
+            folder = guessed_folder(said["args"], said["python_files"], said["norecursedirs"])
+            if folder is None:
+                return
+            rootdir, inipath = Path(said["rootdir"]), said["inipath"]
+            target = target_of(rootdir, inipath, bool(said["settings"]), folder)
+        except (KeyError, TypeError, OSError):
             return
-        rootdir, inipath, inicfg = setup
-        folder = guessed_folder(cwd, paths, rootdir, inicfg)
-        if folder is None:
-            return
-        target = target_of(rootdir, inipath, len(inicfg) > 0 or inipath is None, folder)
         if target is not None and target.prepare:
             start_worker_early(pool, target, settings, pool.config)
 
-    def start() -> None:
-        threading.Thread(target=guess_and_start, name="memotest-guess", daemon=True).start()
-
-    return start
+    return Watch(configured)

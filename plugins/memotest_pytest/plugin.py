@@ -33,7 +33,6 @@ import functools
 import json
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -167,12 +166,12 @@ def load(
             )
     settings = Settings(pass_env=(*DEFAULT_PASS_ENV, *PYTEST_PASS_ENV))
     modules = warm_modules() if warm else ()
-    on_run = None
+    watch = None
     if modules and pool is not None and configured_workers() and python == _own_python():
         target_of = functools.partial(early.guessed_target, python, modules, _RUN_NARROW)
-        on_run = early.starter(cwd, paths, python, pool, settings, target_of)
+        watch = early.watch(pool, settings, target_of)
     deferred: list = []
-    data = collect(cwd, paths, python, warm, pool, on_run=on_run, defer=deferred if defer else None)
+    data = collect(cwd, paths, python, warm, pool, watch=watch, defer=deferred if defer else None)
     try:
         return _targets(cwd, paths, python, warm, pool, data, splits, settings, deferred)
     except BaseException:
@@ -320,7 +319,7 @@ def collect(
     warm: bool = True,
     pool: WorkerPool | None = None,
     store: Path | None = None,
-    on_run: Callable[[], None] | None = None,
+    watch: early.Watch | None = None,
     defer: list | None = None,
 ) -> dict[str, Any]:
     """Runs the collection driver with ``python`` in ``cwd``; returns its JSON report
@@ -329,8 +328,8 @@ def collect(
     The collection is itself memoized (``run_memoized``, in the store of ``store``, else
     of ``cwd``): it is a
     command like any other, whose inputs are the test files, conftests and plugins it
-    read, so a build where nothing changed does not pay for collecting again. ``on_run``
-    is called when it is about to run (``early.py``); its record is finished by what it
+    read, so a build where nothing changed does not pay for collecting again. ``watch``
+    follows its output while it runs (``early.py``); its record is finished by what it
     appends to ``defer``, if given (``run_memoized``).
     """
     from memotest.memo import run_memoized
@@ -354,13 +353,15 @@ def collect(
     settings = Settings(pass_env=(*DEFAULT_PASS_ENV, *PYTEST_PASS_ENV))
     try:
         result = run_memoized(
-            target, root=store or cwd, settings=settings, pool=pool, on_run=on_run, defer=defer
+            target, root=store or cwd, settings=settings, pool=pool, tee=watch, defer=defer
         )
     except OSError as exc:
         raise ConfigError(f"pytest: cannot run {python}: {exc.strerror}") from None
     if result.status == "timeout":
         raise ConfigError(f"pytest: collection in {cwd} did not finish in {COLLECT_TIMEOUT:.0f}s")
     text = result.log.decode("utf-8", "replace")
+    lines = text.splitlines(True)  # without early.py's line, which is not pytest's output
+    text = "".join(line for line in lines if not line.startswith(driver.CONFIGURED))
     head, _, report = text.rpartition("\n" + MARK)
     try:
         data = json.loads(report.splitlines()[0]) if report else None

@@ -30,9 +30,9 @@ def level():
 
 
 def test_early_worker_and_what_the_collection_decides(tmp_path: Path) -> None:
-    # No entry-point plugin: one that creates a file at pytest's configuration
-    # (pytest-benchmark's .benchmarks/) makes the collection and the early worker race
-    # on it in a first build (docs/limits.md); and each configuration is cheaper.
+    # No entry-point plugin (each configuration is cheaper): one that creates a folder
+    # when pytest is configured (pytest-benchmark's .benchmarks/) has the first build's
+    # collection run again in the second, early worker or not.
     env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     proj = write_tree(
         tmp_path / "proj",
