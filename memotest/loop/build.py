@@ -170,7 +170,8 @@ class Build:
                     self.runner.start(target)
                     launches += 1
                 if self.deferred and launches > first:
-                    self.step.runner.wait_launched(launches, LAUNCH_WAIT_S)
+                    if isinstance(self.runner, RealCommandRunner):  # a dry run launches none
+                        self.step.runner.wait_launched(launches, LAUNCH_WAIT_S)
                     self._finish_deferred()
                 if pending:
                     # What just started starts first: its thread would share the GIL.
