@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from memotest.check import keys
 from memotest.check.plan import Fresh, Stale
 from memotest.drive import faults
-from memotest.drive.step import Step
+from memotest.drive.step import Pending, Step
 from memotest.errors import UsageError
 from memotest.load import plugins
 from memotest.load.config import Project, Settings
@@ -39,6 +41,7 @@ from memotest.run.runner import Runner
 from memotest.run.signals import uniform_terminal_signals
 from memotest.store import Record, Store
 from memotest.tracer.warm.pool import WorkerPool
+from memotest.tracer.warm.spec import WarmSpec
 
 if TYPE_CHECKING:
     # Imported where a remote is used (http.client, ssl): every memoized collection of the
@@ -83,6 +86,7 @@ def run_memoized(
     force: bool = False,
     tee: BinaryIO | None = None,
     pool: WorkerPool | None = None,
+    defer: list[Callable[[Store | None], None]] | None = None,
 ) -> MemoResult:
     """Runs ``target`` unless its record in ``root/.memotest`` still holds.
 
@@ -95,7 +99,10 @@ def run_memoized(
     (``MemoResult.streamed``); a replayed log is only returned. ``pool``: the warm
     workers to fork a target that declares ``warm`` modules from (a build's, while it
     loads its targets); without one, such a target gets a worker of its own, stopped
-    once the command is done.
+    once the command is done. ``defer``: a run's record is taken of the file system at
+    once (``Step.capture``), and finished by the function appended there, which a build
+    calls with its store once its first targets started (``Build.run``; None: it opens
+    the store).
     """
     settings = settings or Settings()
     uniform_terminal_signals()  # as a build: nohup's SIGHUP is not seen by the run, nor keyed
@@ -122,7 +129,8 @@ def run_memoized(
     if remote is not None:
         step.uploader = remote.upload
     try:
-        return _replay_or_run(step, target, root, tee, unkeyed_env, remote)
+        later = defer if remote is None else None  # a remote closes when this returns
+        return _replay_or_run(step, target, root, tee, unkeyed_env, remote, later)
     except KeyboardInterrupt:
         if remote is not None:
             remote.abort()  # Ctrl-C: no wait for the upload
@@ -156,6 +164,7 @@ def _replay_or_run(
     tee: BinaryIO | None,
     unkeyed_env: Mapping[str, str] | None,
     remote: RemoteCache | None = None,
+    defer: list[Callable[[Store | None], None]] | None = None,
 ) -> MemoResult:
     with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT, roots=step.roots) as store:
         verdict = step.check([target], store)[target.name]
@@ -186,10 +195,13 @@ def _replay_or_run(
     outcome = step.run(target, tee=tee, unkeyed_env=unkeyed_env)
     # The command ran: from here on, nothing raises (memotest.drive.faults).
     try:
-        result = _record(step, target, outcome, verdict, root)
+        result = _record(step, target, outcome, verdict, root, defer)
     except Exception as exc:
         result = _standing(outcome, faults.note(root, f"recording {target.name}", exc))
-    step.report(target, result)
+    if result is None:  # finished later (defer): reported then
+        result = TargetResult(target.name, outcome.status, outcome.duration, outcome.exit_code)
+    else:
+        step.report(target, result)
     return MemoResult(
         target.name,
         outcome.status,
@@ -215,18 +227,44 @@ def _hashes(step: Step, target: Target) -> tuple[str, str] | None:
 
 
 def _record(
-    step: Step, target: Target, outcome: Outcome, verdict: Fresh | Stale, root: Path
-) -> TargetResult:
+    step: Step,
+    target: Target,
+    outcome: Outcome,
+    verdict: Fresh | Stale,
+    root: Path,
+    defer: list[Callable[[Store | None], None]] | None = None,
+) -> TargetResult | None:
     """The run's result, recorded in the store if it can be: a store that cannot be
-    opened again, or fails while recording, leaves the result standing, not cached."""
+    opened again, or fails while recording, leaves the result standing, not cached.
+    With ``defer``, the record is only taken of the file system here; None."""
     if outcome.trace is None:
         return step.record(target, outcome, verdict, None)
     with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT, roots=step.roots) as store:
+        if defer is not None:
+            pending = step.capture(target, outcome, verdict, store)
+            defer.append(functools.partial(_finish, step, target, pending, outcome, root))
+            return None
         result = step.record(target, outcome, verdict, store)
         # Housekeeping: the next call does it if this one fails.
         with contextlib.suppress(Exception):
             store.gc_if_due(step.settings.max_size)
         return result
+
+
+def _finish(
+    step: Step, target: Target, pending: Pending, outcome: Outcome, root: Path, store: Store | None
+) -> None:
+    """A record taken by :func:`_record` with ``defer``, finished into ``store`` (a build's,
+    which holds the lock; None: the store opened here), and the result reported."""
+    try:
+        if store is not None:
+            result = step.complete(pending, store)
+        else:
+            with Store.open(root, lock=True, lock_timeout=LOCK_TIMEOUT, roots=step.roots) as own:
+                result = step.complete(pending, own)
+    except Exception as exc:
+        result = _standing(outcome, faults.note(root, f"recording {target.name}", exc))
+    step.report(target, result)
 
 
 def _standing(outcome: Outcome, note: str) -> TargetResult:
@@ -249,3 +287,19 @@ def after_target(
     """``memotest_after_target``, as a build fires it (:meth:`Step.report`: a plugin that
     fails there does not undo the result)."""
     Step.report_to(config, root, target, result)
+
+
+def start_worker_early(
+    pool: WorkerPool, target: Target, settings: Settings, config: Config
+) -> None:
+    """Starts in the background the warm worker that ``target`` would fork from in a build
+    whose settings are ``settings`` (its environment made as :meth:`Step.run` makes it),
+    for a loader that knows what its targets will be like before it has their list
+    (``memotest_pytest/early.py``). Nothing when it would fork from none."""
+    if not target.warm:
+        return
+    env = keys.run_environ(target, settings, os.environ)
+    plugins.call("memotest_before_target", config=config, target=target, env=env)
+    spec = WarmSpec.of(target.argv, target.warm, target.cwd, env, target.prepare)
+    if spec is not None:
+        pool.start_early(spec)

@@ -141,6 +141,7 @@ def build(config: plugins.Config) -> int:
     args = config.options
     # Created before the targets are loaded: a loader's memoized collection forks from it.
     pool = config.worker_pool = None if args.no_warm else warm_pool(config)
+    config.building = True  # Build.run finishes what the loader deferred
     try:
         project = load_project(config)
     except BaseException:

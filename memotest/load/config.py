@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from memotest.errors import ConfigError, UsageError
 from memotest.load import plugins
@@ -127,6 +128,10 @@ class Project:
     resolve: Callable[[str], list[str] | None] | None = None
     #: What a build names when it names nothing (None: every target).
     default: list[str] | None = None
+    #: The records of the loader's memoized commands (its collection) taken of the file
+    #: system when they ran, to finish once the build's first targets started
+    #: (``run_memoized``'s ``defer``): each is called with the build's store, or None.
+    deferred: list[Callable[[Any], None]] = field(default_factory=list)
 
 
 def find_cycle(edges: dict[str, tuple[str, ...]]) -> list[str] | None:

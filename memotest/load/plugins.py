@@ -139,6 +139,9 @@ class Config:
     #: test collection) forks it from them, as the build's targets are, with the same
     #: ``--no-preload`` and ``--whole-files``.
     worker_pool: Any = None
+    #: Whether the command is a build, which finishes the records a loader deferred
+    #: (``Project.deferred``): elsewhere a loader records its memoized commands at once.
+    building: bool = False
 
     @property
     def hook(self) -> Any:

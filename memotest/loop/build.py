@@ -139,6 +139,9 @@ class Build:
         #: The warm targets that have yet to start, by what their worker spec takes of
         #: them (:func:`_spec_key`; re-warms: ``WorkerPool.waiting``).
         self.waiting: Counter[tuple[str, str, tuple[str, ...], tuple[str, ...]]] = Counter()
+        #: The loader's records to finish once the first targets started (its collection:
+        #: ``Project.deferred``), off the way to them.
+        self.deferred = list(project.deferred)
 
     def run(self, targets: list[Target]) -> Summary:
         self.started = time.monotonic()
@@ -158,7 +161,7 @@ class Build:
                 if released:
                     self.settle(released, queue)
                     continue
-                launches = self.step.runner.launched
+                launches = first = self.step.runner.launched
                 while queue.ready and self.runner.can_start(queue.ready[0]):
                     target = queue.ready.pop(0)
                     self._started(target)
@@ -166,6 +169,10 @@ class Build:
                     self.step.choose(target, self.verdicts.get(target.name), self.store)
                     self.runner.start(target)
                     launches += 1
+                if self.deferred and launches > first:
+                    if isinstance(self.runner, RealCommandRunner):  # a dry run launches none
+                        self.step.runner.wait_launched(launches, LAUNCH_WAIT_S)
+                    self._finish_deferred()
                 if pending:
                     # What just started starts first: its thread would share the GIL.
                     self.step.runner.wait_launched(launches, LAUNCH_WAIT_S)
@@ -184,6 +191,7 @@ class Build:
                         queue.finish(target.name, outcome.status, ran=True)  # may release some
                 elif queue.ready:  # pragma: no cover - defensive: nothing running, nothing fits
                     raise RuntimeError("scheduler stalled")
+            self._finish_deferred()  # no target started
             conflicts.rerun_hazards(queue.by_name, self.summary)
             conflicts.recheck_replays(queue.by_name, self.summary)
         except KeyboardInterrupt:
@@ -207,6 +215,14 @@ class Build:
         self.summary.duration = time.monotonic() - self.started
         self.summary.results.sort(key=lambda r: serial.get(r.name, 0))
         return self.summary
+
+    def _finish_deferred(self) -> None:
+        """The loader's records finished (``Project.deferred``), into this build's store
+        (one it does not hold the lock of, a dry run's, is none: each opens it)."""
+        deferred, self.deferred = self.deferred, []
+        store = self.store if self.store is not None and self.store.locked else None
+        for finish in deferred:
+            finish(store)
 
     def plan(self, targets: list[Target], serial: dict[str, int]) -> tuple[BuildQueue, Conflicts]:
         """Every target checked (``--audit`` turns some fresh ones stale), the order edges

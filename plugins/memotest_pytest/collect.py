@@ -19,6 +19,7 @@ when it runs, as it would under pytest. Without the plugin, the collection is py
 one and only the files with tests become targets.
 """
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -27,6 +28,9 @@ import warnings
 from pathlib import Path
 
 MARK = "memotest-pytest-collection: "
+#: A line written as soon as pytest is configured (its plugins' ``pytest_configure`` done),
+#: saying what a run of the files will be configured with (``early.py``).
+CONFIGURED = "memotest-pytest-configured: "
 NARROW = "memotest_pytest.narrow"
 #: ``NARROW``'s option naming the one file to run, for a file pytest cannot be given as
 #: an argument: a path holding ``[`` or ``::`` is read as a test selection
@@ -75,13 +79,15 @@ def main():
     narrow = narrow and hasattr(pytest, "StashKey") and hasattr(pytest, "Package")
 
     class Collect:
-        def __init__(self):
+        def __init__(self, tell=None):
             self.files = {}
             self.errors = []
             self.rootdir = None
             self.inipath = None
             self.settings = True
+            self.tell = tell  # a file descriptor of the output pytest does not capture
 
+        @pytest.hookimpl(trylast=True)
         def pytest_configure(self, config):
             self.rootdir = str(config.rootpath)
             self.inipath = str(config.inipath) if config.inipath else None
@@ -89,6 +95,20 @@ def main():
                 warnings.simplefilter("ignore")  # (and an error under filterwarnings)
                 inicfg = getattr(config, "inicfg", None)
             self.settings = inicfg is None or len(inicfg) > 0  # unknown counts as some
+            if self.tell is None:
+                return
+            try:
+                said = {
+                    "rootdir": self.rootdir,
+                    "inipath": self.inipath,
+                    "settings": self.settings,
+                    "args": [str(Path(config.invocation_params.dir, a)) for a in config.args],
+                    "python_files": list(config.getini("python_files")),
+                    "norecursedirs": list(config.getini("norecursedirs")),
+                }
+                os.write(self.tell, ("\n" + CONFIGURED + json.dumps(said) + "\n").encode())
+            except Exception:
+                pass  # only a head start (early.py)
 
         def pytest_collectreport(self, report):
             if report.failed:
@@ -128,8 +148,13 @@ def main():
             pass
 
     plugin = FilesOnly() if narrow else Collect()
+    if narrow:  # the targets' runs can be configured by a worker (early.py)
+        with contextlib.suppress(OSError):
+            plugin.tell = os.dup(1)  # fd-capture redirects 1 while pytest runs
     args = ["--collect-only", "-q", "-p", "no:cacheprovider"] + (["-p", NARROW] if narrow else [])
     code = pytest.main(args + sys.argv[1:], plugins=[plugin])
+    if plugin.tell is not None:
+        os.close(plugin.tell)
     if narrow and code == 5 and plugin.files:
         code = 0  # every file was dropped before its tests were collected
     done(

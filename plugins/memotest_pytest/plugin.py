@@ -29,6 +29,7 @@ targets file); without them it never answers, so it does not auto-detect.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -42,13 +43,14 @@ from memotest.load.config import DEFAULT_PASS_ENV, Project, Settings
 from memotest.load.plugins import Config, LoadRequest
 from memotest.model import SourceLocation, Target
 from memotest_pytest import collect as driver
-from memotest_pytest import split, worker_side
+from memotest_pytest import early, split
 from memotest_pytest.collect import MARK, NARROW, ONLY
 from memotest_pytest.collect_errors import collection_error, same_file
 
 # This plugin's other hooks, each in the module of what it is about (pluggy registers
 # every hook function this module holds, so importing them here registers them).
 from memotest_pytest.ignore import memotest_ignore  # noqa: F401
+from memotest_pytest.pinned import _config_between, pinned_config
 from memotest_pytest.plain import memotest_before_target  # noqa: F401
 from memotest_pytest.readers import memotest_readers  # noqa: F401
 from memotest_pytest.warm import memotest_warm_report, memotest_worker_modules  # noqa: F401
@@ -68,6 +70,7 @@ COLLECT_TIMEOUT = 600.0
 RUN_ARGS = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
 
 NARROW_ARGS = ("-p", NARROW)
+_RUN_NARROW = (*RUN_ARGS, *NARROW_ARGS)
 
 
 #: pytest's own code opens and stats test files and conftests (assertion rewriting,
@@ -121,7 +124,8 @@ def memotest_load_targets(request: LoadRequest, config: Config) -> Project | Non
     python = getattr(request.options, "pytest_python", None) or sys.executable
     warm = not getattr(request.options, "no_warm", False)
     splits = split.parse(getattr(request.options, "pytest_split", None), request.cwd)
-    return load(request.cwd, list(paths or []), python, warm, config.worker_pool, splits)
+    pool, defer = config.worker_pool, config.building
+    return load(request.cwd, list(paths or []), python, warm, pool, splits, defer)
 
 
 def resolve_python(python: str) -> str:
@@ -147,10 +151,12 @@ def load(
     warm: bool = True,
     pool: WorkerPool | None = None,
     splits: dict[str, int] | None = None,
+    defer: bool = False,
 ) -> Project:
     """Collects ``paths`` (relative to ``cwd``) with pytest and makes one target per file
     (``splits``: N targets for a file, ``split.py``); the collection is forked from
-    ``pool``'s warm workers (the build's) when there is one."""
+    ``pool``'s warm workers (the build's) when there is one. With ``defer`` (a build's),
+    the collection's record is finished by the build (``Project.deferred``)."""
     python = resolve_python(python)
     for p in paths:
         if not os.path.exists(os.path.join(cwd, p)):
@@ -158,7 +164,35 @@ def load(
                 f"--pytest: no such file or folder: {p!r} (every word after --pytest is a "
                 "path; name targets before --pytest, or after --)"
             )
-    data = collect(cwd, paths, python, warm, pool)
+    settings = Settings(pass_env=(*DEFAULT_PASS_ENV, *PYTEST_PASS_ENV))
+    modules = warm_modules() if warm else ()
+    watch = None
+    if modules and pool is not None and configured_workers() and python == _own_python():
+        target_of = functools.partial(early.guessed_target, python, modules, _RUN_NARROW)
+        watch = early.watch(pool, settings, target_of)
+    deferred: list = []
+    data = collect(cwd, paths, python, warm, pool, watch=watch, defer=deferred if defer else None)
+    try:
+        return _targets(cwd, paths, python, warm, pool, data, splits, settings, deferred)
+    except BaseException:
+        for finish in deferred:  # no build: the collection's record finished now
+            finish(None)
+        raise
+
+
+def _targets(
+    cwd: Path,
+    paths: list[str],
+    python: str,
+    warm: bool,
+    pool: WorkerPool | None,
+    data: dict[str, Any],
+    splits: dict[str, int] | None,
+    settings: Settings,
+    deferred: list,
+) -> Project:
+    """:func:`load`'s project from the collection's report ``data``."""
+    modules = warm_modules() if warm else ()
     rootdir = Path(data["rootdir"])
     home = project_home(cwd, rootdir)
     if not same_file(str(rootdir), str(cwd)):
@@ -193,14 +227,12 @@ def load(
             f"{data.get('output', '').strip()[-500:]}"
         )
     split.check(splits or {}, list(data["files"]), bool(data.get("narrow")))
-    settings = Settings(pass_env=(*DEFAULT_PASS_ENV, *PYTEST_PASS_ENV))
     run_args = RUN_ARGS
     pin: tuple[str, ...] = ()
     if data.get("narrow"):
         run_args = (*RUN_ARGS, *NARROW_ARGS)
         pin = pinned_config(data.get("inipath"), rootdir, data.get("settings", True))
     top = Path(data["inipath"]).parent if data.get("inipath") else rootdir
-    modules = warm_modules() if warm else ()
     configured = bool(modules) and bool(data.get("narrow")) and configured_workers()
     targets: dict[str, Target] = {}
     seen: dict[Path, bool] = {}
@@ -218,8 +250,7 @@ def load(
         # every file) and a file given as itself (its folder's conftests).
         prepare: tuple[str, ...] = ()
         if configured and own and args == (rel,):
-            placeholder = os.path.join(os.path.dirname(rel), worker_side.PLACEHOLDER)
-            prepare = (RUN_ARGS[1], *run_args[2:], *own, placeholder)
+            prepare = early.prepare_args(run_args, own, rel)
         n = (splits or {}).get(os.path.normpath(file))
         for part, part_command in (split.parts(name, command, n) if n else {name: command}).items():
             targets[part] = Target(
@@ -231,7 +262,11 @@ def load(
                 prepare=prepare,
             )
     project_file = Path(data["inipath"]) if data.get("inipath") else rootdir
-    return Project(project_file, home, settings, targets)
+    return Project(project_file, home, settings, targets, deferred=deferred)
+
+
+def _own_python() -> str:
+    return os.path.abspath(sys.executable)
 
 
 def project_home(cwd: Path, rootdir: Path) -> Path:
@@ -277,53 +312,6 @@ def configured_workers() -> bool:
     return os.environ.get(CONFIGURED_SWITCH, "").strip().lower() not in ("0", "off", "no", "false")
 
 
-#: The files pytest looks into for its configuration, in its order.
-CONFIG_NAMES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
-
-
-def _config_between(folder: Path, top: Path, seen: dict[Path, bool] | None = None) -> bool:
-    """Whether a folder from ``folder`` up to ``top`` (excluded) holds a file pytest would
-    look into for its configuration. Checked at every build (the loader runs every time);
-    ``seen`` caches the answer per folder across the files of one load."""
-    seen = {} if seen is None else seen
-    if folder == top:
-        return False
-    if folder in seen:
-        return seen[folder]
-    if top not in folder.parents:
-        answer = True  # not below the configuration's folder: leave it to pytest
-    elif any((folder / n).exists() for n in CONFIG_NAMES):
-        answer = True
-    else:
-        answer = _config_between(folder.parent, top, seen)
-    seen[folder] = answer
-    return answer
-
-
-def pinned_config(inipath: str | None, rootdir: Path, settings: bool = True) -> tuple[str, ...]:
-    """pytest's options naming the configuration file and rootdir its collection found.
-
-    Looking for its configuration, pytest reads each of ``pytest.ini``, ``.pytest.ini``,
-    ``pyproject.toml``, ``tox.ini`` and ``setup.cfg`` that exists, in that order, up to
-    the first with a pytest section, in every folder from the arguments' up. Every one of
-    those would be an input of every target: a version bump in ``setup.cfg`` would re-run
-    everything although pytest only looked for ``[tool:pytest]`` in it. Given ``-c FILE
-    --rootdir DIR``, pytest reads that file only, with the same result as its search
-    (``confcutdir`` defaults to the file's folder either way). Without a configuration
-    file, or with one that sets nothing (since pytest 8.1, a ``pyproject.toml`` without a
-    pytest table is the configuration file when there is no other), ``-c /dev/null`` with
-    ``--confcutdir`` where pytest would put it (the file's folder, else the rootdir) gives
-    the same empty configuration without reading the file. What the search read is an
-    input of the collection, which runs again when any of it changes: if it then finds
-    another file (a new ``pytest.ini``) or settings, the targets' commands change and they
-    run again.
-    """
-    if inipath and settings:
-        return ("-c", inipath, "--rootdir", str(rootdir))
-    cut = os.path.dirname(inipath) if inipath else str(rootdir)
-    return ("-c", os.devnull, "--rootdir", str(rootdir), "--confcutdir", cut)
-
-
 def collect(
     cwd: Path,
     paths: list[str],
@@ -331,6 +319,8 @@ def collect(
     warm: bool = True,
     pool: WorkerPool | None = None,
     store: Path | None = None,
+    watch: early.Watch | None = None,
+    defer: list | None = None,
 ) -> dict[str, Any]:
     """Runs the collection driver with ``python`` in ``cwd``; returns its JSON report
     (plus ``output``: what pytest printed).
@@ -338,11 +328,13 @@ def collect(
     The collection is itself memoized (``run_memoized``, in the store of ``store``, else
     of ``cwd``): it is a
     command like any other, whose inputs are the test files, conftests and plugins it
-    read, so a build where nothing changed does not pay for collecting again.
+    read, so a build where nothing changed does not pay for collecting again. ``watch``
+    follows its output while it runs (``early.py``); its record is finished by what it
+    appends to ``defer``, if given (``run_memoized``).
     """
     from memotest.memo import run_memoized
 
-    if python == os.path.abspath(sys.executable):
+    if python == _own_python():
         # memotest's own interpreter imports the driver: it can be forked from the warm
         # worker that then runs the targets, which saves starting pytest once more.
         command: tuple[str, ...] = (python, "-m", driver.__name__, *paths)
@@ -360,12 +352,16 @@ def collect(
     )
     settings = Settings(pass_env=(*DEFAULT_PASS_ENV, *PYTEST_PASS_ENV))
     try:
-        result = run_memoized(target, root=store or cwd, settings=settings, pool=pool)
+        result = run_memoized(
+            target, root=store or cwd, settings=settings, pool=pool, tee=watch, defer=defer
+        )
     except OSError as exc:
         raise ConfigError(f"pytest: cannot run {python}: {exc.strerror}") from None
     if result.status == "timeout":
         raise ConfigError(f"pytest: collection in {cwd} did not finish in {COLLECT_TIMEOUT:.0f}s")
     text = result.log.decode("utf-8", "replace")
+    lines = text.splitlines(True)  # without early.py's line, which is not pytest's output
+    text = "".join(line for line in lines if not line.startswith(driver.CONFIGURED))
     head, _, report = text.rpartition("\n" + MARK)
     try:
         data = json.loads(report.splitlines()[0]) if report else None

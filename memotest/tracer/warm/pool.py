@@ -168,6 +168,18 @@ class WorkerPool:
             self._retired.append(current)
         return None
 
+    def start_early(self, spec: WarmSpec) -> None:
+        """Starts the worker of ``spec`` in the background, before a run asks for it (a
+        loader that knows its targets' worker before their list: ``--pytest``). A run
+        takes it as one started on its request (:meth:`worker`); :meth:`close` waits."""
+        with self._lock:
+            if self._closed or spec in self._workers or spec in self._starting:
+                return
+            thread = threading.Thread(target=self.worker, args=(spec,), name="memotest-early")
+            self._rewarming.append(thread)
+            self._note("a warm worker was started before its runs were listed")
+        thread.start()
+
     def preload_for(self, spec: WarmSpec) -> tuple[str, ...]:
         """What a new worker for ``spec`` preloads (nothing with preloading off)."""
         if not self.preload or self._replaced.get(spec, 0) >= self.REPLACEMENTS:
