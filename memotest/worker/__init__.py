@@ -10,7 +10,9 @@ and reaches the others of the package by relative imports only (a test checks bo
 How they get there: memotest starts ``PYTHON -c <the text of boot.py> CONFIG NAME PATH
 SOURCE ...``. ``boot.py`` makes each ``NAME`` a module of its own (named
 ``_memotest_worker.NAME``, never a name the target's code could import), compiled from
-``SOURCE`` under its real ``PATH`` (tracebacks show the file), in the order given, and
+``SOURCE`` under its real ``PATH`` (tracebacks show the file), or from that source as
+memotest compiled it when the magic number is the interpreter's (``compiled:MAGIC:OPTIMIZE``,
+then a ``CODE`` after each ``SOURCE``), in the order given, and
 calls :func:`_memotest_worker.serve.main`. The worker reads none of these files itself:
 memotest does, so they are not inputs of the runs.
 

@@ -6,6 +6,12 @@ file makes each ``NAME`` the module ``_memotest_worker.NAME`` of a package of it
 ``PATH``, in the order given (a module comes after those it imports), then runs the
 worker (``serve.main``) and, in each child it forks, the run (``child.become``).
 
+memotest may pass the modules compiled (``marshal``, as hexadecimal text): then ``CODE``
+follows each ``SOURCE`` and a ``compiled:MAGIC:OPTIMIZE`` argument comes before the first
+``NAME``; the code is used when this interpreter's magic number and ``-O`` level are those,
+else each module is compiled from its source as without it. Either way the module's code
+is that of ``compile(SOURCE, PATH)`` (``memotest/tracer/warm/command.py``).
+
 A plain pytest process loads some of the modules the same way (``load_all``, from this
 file's text: ``plugins/memotest_pytest/walk_path/memotest_walk.py``), to watch its
 listings (``listings.py``).
@@ -20,14 +26,17 @@ import sys
 PACKAGE = "_memotest_worker"
 
 
-def load(name, path, source):
-    """Makes and runs the module ``PACKAGE.name`` from ``source`` (the file at ``path``)."""
+def load(name, path, source, code=None):
+    """Makes and runs the module ``PACKAGE.name`` from ``source`` (the file at ``path``),
+    or from ``code``, ``source`` compiled, when given."""
     module = type(sys)(PACKAGE + "." + name)
     module.__file__ = path
     module.__package__ = PACKAGE
     sys.modules[module.__name__] = module
     setattr(sys.modules[PACKAGE], name, module)
-    exec(compile(source, path, "exec", dont_inherit=True), module.__dict__)
+    if code is None:
+        code = compile(source, path, "exec", dont_inherit=True)
+    exec(code, module.__dict__)
     return module
 
 
@@ -41,8 +50,33 @@ def load_all(modules):
         load(*modules[i : i + 3])
 
 
+def compiled_here(tag):
+    """Whether code compiled as ``tag`` (``compiled:MAGIC:OPTIMIZE``) runs here as this
+    interpreter would compile it. ``marshal`` and the import system's external part are
+    loaded at every interpreter's start: nothing is imported."""
+    external = sys.modules.get("_frozen_importlib_external")
+    magic = getattr(external, "MAGIC_NUMBER", None)
+    if "marshal" not in sys.modules or not isinstance(magic, bytes):
+        return False
+    return tag == f"compiled:{magic.hex()}:{sys.flags.optimize}"
+
+
+def load_compiled(modules, usable):
+    """As :func:`load_all`, of ``NAME PATH SOURCE CODE ...``: each module from its
+    ``CODE`` (hexadecimal ``marshal``) if ``usable`` and it has one, else from its source."""
+    loads = sys.modules["marshal"].loads
+    load_all([])
+    for i in range(0, len(modules), 4):
+        name, path, source, code = modules[i : i + 4]
+        load(name, path, source, loads(bytes.fromhex(code)) if usable and code else None)
+
+
 def main():
-    load_all(sys.argv[3:])
+    args = sys.argv[3:]
+    if args and args[0].startswith("compiled:"):
+        load_compiled(args[1:], compiled_here(args[0]))
+    else:
+        load_all(args)
     job = sys.modules[PACKAGE + ".serve"].main()
     sys.modules[PACKAGE + ".child"].become(*job)
 
