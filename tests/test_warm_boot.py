@@ -50,5 +50,5 @@ def test_the_command_line_carries_each_module_compiled_from_its_source():
     quads = [argv[i : i + 4] for i in range(at + 1, len(argv), 4)]
     assert [name for name, *_ in quads][: len(MODULES)] == list(MODULES)
     for name, path, source, code in quads:
-        expected = compile(source, path, "exec", dont_inherit=True, optimize=0)
+        expected = compile(source, path, "exec", dont_inherit=True)
         assert marshal.loads(bytes.fromhex(code)).co_code == expected.co_code, name

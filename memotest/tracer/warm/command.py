@@ -13,9 +13,11 @@ they are not inputs of its runs.
 from __future__ import annotations
 
 import functools
+import importlib.machinery
 import importlib.util
 import json
 import marshal
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -52,7 +54,7 @@ HERE = Path(memotest.worker.__file__).parent
 MOST_CODE = 1 << 20
 MOST_ONE = 100_000
 #: What ``boot.py`` checks before it runs the code compiled here: this interpreter's.
-COMPILED = f"compiled:{importlib.util.MAGIC_NUMBER.hex()}:0"
+COMPILED = f"compiled:{importlib.util.MAGIC_NUMBER.hex()}:{sys.flags.optimize}"
 
 
 @functools.cache
@@ -62,10 +64,13 @@ def _source(path: str) -> str:
 
 @functools.cache
 def _compiled(path: str, source: str) -> str:
-    """``source`` (the file ``path``) compiled as ``boot.py`` compiles it at ``-O0``, as
-    hexadecimal ``marshal`` text ('' if too long for one argument): a worker of the same
-    interpreter runs it instead of compiling each of its modules at every start."""
-    code = compile(source, path, "exec", dont_inherit=True, optimize=0)
+    """``source`` (the file ``path``) compiled as ``boot.py`` compiles it, as hexadecimal
+    ``marshal`` text ('' if too long for one argument): a worker of the same interpreter
+    runs it instead of compiling each of its modules at every start. Python's own cache
+    of compiled files (``__pycache__``, valid while the file's mtime and size are those it
+    was compiled from) spares memotest compiling them too."""
+    name = "_memotest_worker." + Path(path).stem
+    code = importlib.machinery.SourceFileLoader(name, path).get_code(name)
     text = marshal.dumps(code).hex()
     return text if len(text) <= MOST_ONE else ""
 
