@@ -6,7 +6,7 @@ file makes each ``NAME`` the module ``_memotest_worker.NAME`` of a package of it
 ``PATH``, in the order given (a module comes after those it imports), then runs the
 worker (``serve.main``) and, in each child it forks, the run (``child.become``).
 
-memotest may pass the modules compiled (``marshal``, as hexadecimal text): then ``CODE``
+memotest may pass the modules compiled (``marshal``, NUL bytes escaped): then ``CODE``
 follows each ``SOURCE`` and a ``compiled:MAGIC:OPTIMIZE`` argument comes before the first
 ``NAME``; the code is used when this interpreter's magic number and ``-O`` level are those,
 else each module is compiled from its source as without it. Either way the module's code
@@ -56,19 +56,26 @@ def compiled_here(tag):
     loaded at every interpreter's start: nothing is imported."""
     external = sys.modules.get("_frozen_importlib_external")
     magic = getattr(external, "MAGIC_NUMBER", None)
-    if "marshal" not in sys.modules or not isinstance(magic, bytes):
+    if "marshal" not in sys.modules or "os" not in sys.modules or not isinstance(magic, bytes):
         return False
     return tag == f"compiled:{magic.hex()}:{sys.flags.optimize}"
 
 
+def unescaped(arg):
+    """The bytes memotest escaped into the argument ``arg`` (``command.py``'s ``escaped``:
+    an argument holds no NUL byte): ``\\x01\\x03`` is a NUL, ``\\x01\\x02`` a ``\\x01``."""
+    data = sys.modules["os"].fsencode(arg)
+    return data.replace(b"\x01\x03", b"\x00").replace(b"\x01\x02", b"\x01")
+
+
 def load_compiled(modules, usable):
     """As :func:`load_all`, of ``NAME PATH SOURCE CODE ...``: each module from its
-    ``CODE`` (hexadecimal ``marshal``) if ``usable`` and it has one, else from its source."""
+    ``CODE`` (``marshal``, escaped) if ``usable`` and it has one, else from its source."""
     loads = sys.modules["marshal"].loads
     load_all([])
     for i in range(0, len(modules), 4):
         name, path, source, code = modules[i : i + 4]
-        load(name, path, source, loads(bytes.fromhex(code)) if usable and code else None)
+        load(name, path, source, loads(unescaped(code)) if usable and code else None)
 
 
 def main():

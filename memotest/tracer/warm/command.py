@@ -17,6 +17,7 @@ import importlib.machinery
 import importlib.util
 import json
 import marshal
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -64,15 +65,23 @@ def _source(path: str) -> str:
 
 @functools.cache
 def _compiled(path: str, source: str) -> str:
-    """``source`` (the file ``path``) compiled as ``boot.py`` compiles it, as hexadecimal
-    ``marshal`` text ('' if too long for one argument): a worker of the same interpreter
+    """``source`` (the file ``path``) compiled as ``boot.py`` compiles it, as ``marshal``
+    escaped (:func:`escaped`; as ``os.fsdecode`` makes it a ``str``, which the command line
+    gives back as those bytes; empty if too long for one argument): a worker of the same interpreter
     runs it instead of compiling each of its modules at every start. Python's own cache
     of compiled files (``__pycache__``, valid while the file's mtime and size are those it
     was compiled from) spares memotest compiling them too."""
     name = "_memotest_worker." + Path(path).stem
     code = importlib.machinery.SourceFileLoader(name, path).get_code(name)
-    text = marshal.dumps(code).hex()
-    return text if len(text) <= MOST_ONE else ""
+    data = escaped(marshal.dumps(code))
+    return os.fsdecode(data) if len(data) <= MOST_ONE else ""
+
+
+def escaped(data: bytes) -> bytes:
+    """``data`` as one argument of a command line, which holds no NUL byte: each
+    ``\\x01`` as ``\\x01\\x02``, each NUL as ``\\x01\\x03`` (``boot.py``'s ``unescaped``;
+    the worker's Python gives the other bytes back with ``os.fsencode``)."""
+    return data.replace(b"\x01", b"\x01\x02").replace(b"\x00", b"\x01\x03")
 
 
 def extension_modules(config: Any = None) -> list[ModuleType]:
