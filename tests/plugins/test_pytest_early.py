@@ -111,7 +111,9 @@ def test_the_benchmarks_folder_the_collection_made_replays_a_file_there_does_not
     assert (rc, st) == (0, {a: "cached"}) and EARLY not in out, out
     assert collection_variants(proj, env) == "1"
     # The attack: a file where pytest-benchmark's storage folder goes (its mkdir fails,
-    # and it drops that): not what the record saw, the collection runs again.
+    # and it drops that): not what the record saw, the collection runs again. Two rules
+    # hold it: the absence "or a directory" (absent.py's OR_DIR) and the collection's
+    # effects (run_memoized: what it made is no longer there); each alone re-collects.
     (proj / ".benchmarks").rmdir()
     (proj / ".benchmarks").write_text("")
     rc, out, st = build_statuses(proj, "-j1", "-v", "--pytest", "tests", env=env)
