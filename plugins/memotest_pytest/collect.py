@@ -120,6 +120,39 @@ def main():
                 self.files.setdefault(str(path), 0)
                 self.files[str(path)] += 1
 
+    class BenchmarkStorage:
+        """pytest-benchmark makes its storage folder (``.benchmarks``) when configured, with
+        ``Path.mkdir(parents=True)``, dropping any ``OSError``: it ends the same where the
+        folder was and where nothing was. Told so to the shim (``memotest_shim_or_dir``),
+        as ``memotest_walk`` does in tox's and nox's pytest: the folder the first build's
+        collection made does not collect again at the second (a file there does)."""
+
+        @pytest.hookimpl(tryfirst=True)  # before pytest-benchmark's, which makes it
+        def pytest_configure(self, config):
+            if "pytest_benchmark" not in sys.modules:
+                return
+            try:
+                import ctypes
+
+                scope = ctypes.PyDLL(None).memotest_shim_or_dir
+                from pytest_benchmark.storage.file import FileStorage
+            except (ImportError, OSError, AttributeError):
+                return  # no shim (not memotest's run), or another pytest-benchmark
+            real = FileStorage.__dict__.get("__init__")
+            if not callable(real) or getattr(real, "__memotest_or_dir__", False):
+                return
+
+            def init(*args, **kwargs):
+                scope(1)
+                try:
+                    return real(*args, **kwargs)
+                finally:
+                    scope(-1)
+
+            init.__memotest_or_dir__ = True
+            init.__wrapped__ = real
+            FileStorage.__init__ = init
+
     class Noted(pytest.File):
         def collect(self):
             return []
@@ -148,11 +181,12 @@ def main():
             pass
 
     plugin = FilesOnly() if narrow else Collect()
+    plugins = [BenchmarkStorage(), plugin]
     if narrow:  # the targets' runs can be configured by a worker (early.py)
         with contextlib.suppress(OSError):
             plugin.tell = os.dup(1)  # fd-capture redirects 1 while pytest runs
     args = ["--collect-only", "-q", "-p", "no:cacheprovider"] + (["-p", NARROW] if narrow else [])
-    code = pytest.main(args + sys.argv[1:], plugins=[plugin])
+    code = pytest.main(args + sys.argv[1:], plugins=plugins)
     if plugin.tell is not None:
         os.close(plugin.tell)
     if narrow and code == 5 and plugin.files:

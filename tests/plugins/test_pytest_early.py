@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conftest import build_statuses, write_tree
+import pytest
+from conftest import build_statuses, memotest, write_tree
 
 EARLY = "a warm worker was started before its runs were listed"
 PROMOTED = "a warm worker whose runs ended was prepared for others"
@@ -80,3 +81,45 @@ def test_early_worker_and_what_the_collection_decides(tmp_path: Path) -> None:
     conftest.write_text(CONFTEST + "collect_ignore = [\n")
     rc, out, st = build_statuses(proj, "-j1", "--pytest", "tests", env=env)
     assert rc == 2 and st == {} and "conftest" in out, out
+
+
+def collection_variants(proj: Path, env: dict) -> str:
+    proc = memotest("show", "--pytest", "tests", "pytest-collection:tests", cwd=proj, env=env)
+    out = proc.stdout.decode() + proc.stderr.decode()
+    line = [x for x in out.splitlines() if "recorded runs (variants)" in x]
+    return line[0].rsplit(":", 1)[1].split(";")[0].strip() if line else out
+
+
+def test_the_benchmarks_folder_the_collection_made_replays_a_file_there_does_not(
+    tmp_path: Path,
+) -> None:
+    # pytest-benchmark makes .benchmarks/ when pytest is configured, in the first build's
+    # collection itself; the second build replays that collection (no pytest starts).
+    pytest.importorskip("pytest_benchmark")
+    env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")  # pytest-benchmark alone
+    proj = write_tree(
+        tmp_path / "proj",
+        {
+            "pytest.ini": "[pytest]\naddopts = -p pytest_benchmark.plugin\n",
+            "tests/test_a.py": "def test_a():\n    assert True\n",
+        },
+    )
+    a, b = "pytest:tests/test_a.py", "pytest:tests/test_b.py"
+    rc, out, st = build_statuses(proj, "-j1", "-v", "--pytest", "tests", env=env)
+    assert (rc, st) == (0, {a: "passed"}) and (proj / ".benchmarks").is_dir(), out
+    rc, out, st = build_statuses(proj, "-j1", "-v", "--pytest", "tests", env=env)
+    assert (rc, st) == (0, {a: "cached"}) and EARLY not in out, out
+    assert collection_variants(proj, env) == "1"
+    # The attack: a file where pytest-benchmark's storage folder goes (its mkdir fails,
+    # and it drops that): not what the record saw, the collection runs again. Two rules
+    # hold it: the absence "or a directory" (absent.py's OR_DIR) and the collection's
+    # effects (run_memoized: what it made is no longer there); each alone re-collects.
+    (proj / ".benchmarks").rmdir()
+    (proj / ".benchmarks").write_text("")
+    rc, out, st = build_statuses(proj, "-j1", "-v", "--pytest", "tests", env=env)
+    assert collection_variants(proj, env) == "2", out
+    # A new test file still collects again, and is a target.
+    (proj / ".benchmarks").unlink()
+    (proj / "tests/test_b.py").write_text("def test_b():\n    assert True\n")
+    rc, out, st = build_statuses(proj, "-j1", "-v", "--pytest", "tests", env=env)
+    assert rc == 0 and st.get(b) == "passed", out
