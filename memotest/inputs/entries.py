@@ -120,6 +120,16 @@ def folder_changed(
     return entries_changed(blob, listed.names, listed.types)
 
 
+def looked_for(trace: Trace, path: str) -> Callable[[str, str | None], bool] | None:
+    """The test of an entry of the listed folder ``path`` against what the run's readers
+    looked for there, where every process that listed it said so (the listing becomes an
+    ``entries`` input); None where one listed it whole or none said."""
+    looked = (trace.listings or {}).get(path)
+    if looked is None or path in trace.listed_elsewhere:
+        return None
+    return entries_matcher(looked[0], looked[1])
+
+
 def entries_matcher(
     looks: Iterable[str], patterns: Iterable[str]
 ) -> Callable[[str, str | None], bool]:

@@ -30,7 +30,7 @@ from memotest.inputs.base import (
     sig_holds,
 )
 from memotest.inputs.dir import link_change
-from memotest.inputs.entries import entries_matcher
+from memotest.inputs.entries import looked_for
 from memotest.model import Input, Kind, Trace, changed_since
 from memotest.world.fingerprint import FileStates, Fingerprint, Refresh
 from memotest.world.observable import listing_digest, split_listing, type_letter
@@ -213,10 +213,9 @@ def unlooked_names(path: str, trace: Trace) -> Callable[[str], bool]:
     listing looked for it, under any type (every process that listed the folder reported
     what it looked for, ``inputs/entries.py``; an entry matched by none of that is not in
     the ``entries`` record it becomes). Where one listed it whole: no name."""
-    looked = (trace.listings or {}).get(path)
-    if looked is None or path in trace.listed_elsewhere:
+    matches = looked_for(trace, path)
+    if matches is None:
         return lambda _name: False
-    matches = entries_matcher(looked[0], looked[1])
     return lambda name: not matches(name, None)
 
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from memotest.check.plan import Fresh, Stale
 from memotest.drive.step import Step
-from memotest.inputs.entries import entries_matcher
+from memotest.inputs.entries import looked_for
 from memotest.load import plugins
 from memotest.loop import schedule
 from memotest.model import Outcome, Target, Trace
@@ -231,7 +231,8 @@ def _looked_for(
     listed, in every process that listed them (as ``inputs/entries.py`` refines a
     ``list`` input), each with the test of a name against what they looked for."""
     out: dict[str, Callable[[str, str | None], bool]] = {}
-    for folder, looked in (trace.listings or {}).items():
-        if folder in trace.listed and folder not in trace.listed_elsewhere and not skip(folder):
-            out[folder] = entries_matcher(looked[0], looked[1])
+    for folder in trace.listings or {}:
+        matches = looked_for(trace, folder)
+        if matches is not None and folder in trace.listed and not skip(folder):
+            out[folder] = matches
     return out
