@@ -232,13 +232,19 @@ def test_whole_files_when_the_code_run_cannot_be_told(tmp_path):
     its next runs skip the cost of noting their code)."""
     proj = project(tmp_path, USES, {**ENGINE, **CANNOT_TELL})
     whole = dict.fromkeys((f"pytest:{rel}" for rel in CANNOT_TELL), "passed")
-    assert built(proj) == {A: "passed", B: "passed", **whole}
+    _, out, st = build_statuses(proj, "--pytest", "-v")
+    assert st == {A: "passed", B: "passed", **whole}, out
+    if "started fresh" in out or "the worker could not take it" in out:
+        # Not what is tested here: a worker that could not be used (its reason is in
+        # the output) runs its targets as fresh processes, which report no code.
+        pytest.skip(f"the build fell back to fresh processes:\n{out}")
     hints = json.loads((proj / ".memotest" / "warm.json").read_text())
     unnoted = [a for entry in hints["interpreters"].values() for a in entry["whole"]]
-    assert any("tests/test_hypothesis.py" in a for a in unnoted), unnoted
+    assert any("tests/test_hypothesis.py" in a for a in unnoted), (unnoted, out)
     assert not any("tests/test_a.py" in a or "tests/test_b.py" in a for a in unnoted), unnoted
     edit(proj, "return x + y", "return x * y")  # code no run executed
-    assert built(proj, "-v") == {A: "cached", B: "cached", **whole}
+    _, out, st = build_statuses(proj, "--pytest", "-v")
+    assert st == {A: "cached", B: "cached", **whole}, out
 
 
 def test_whole_files_option_and_fresh_runs(tmp_path):
