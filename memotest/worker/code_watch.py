@@ -90,12 +90,20 @@ def in_stdlib(name):
     return name.startswith(STDLIB[0]) and not name[len(STDLIB[0]) :].startswith(INSTALLED)
 
 
+#: Each code file's answer for :func:`caller`: whether it looks past its frames.
+PASSED = {}
+
+
 def caller(frame):
     """The file of the first code up ``frame``'s stack outside the standard library
     (``pathlib``'s ``read_text`` is not who read the file, its caller is)."""
     while frame is not None:
         name = frame.f_code.co_filename
-        if not (in_stdlib(name) or name == __file__ or name.startswith("<frozen")):
+        passed = PASSED.get(name)
+        if passed is None:
+            passed = in_stdlib(name) or name == __file__ or name.startswith("<frozen")
+            PASSED[name] = passed
+        if not passed:
             return name
         frame = frame.f_back
     return "?"
@@ -176,6 +184,11 @@ def on_open(args, frame):
     note(args[0], caller(frame))
 
 
+#: The names :func:`note` keeps: a source file, or its cached bytecode.
+NOTED = (".py", ".pyc")
+NOTED_BYTES = (b".py", b".pyc")
+
+
 def noting(real):
     """``os.stat`` or ``os.lstat``, noting the ``.py`` files stat'ed through ``os``: a
     stat shows a file's size and times, which no code digest holds. The import system
@@ -183,7 +196,11 @@ def noting(real):
 
     def stat(path, *args, **kwargs):
         if isinstance(path, (str, bytes, os.PathLike)):
-            note(os.fspath(path), "os.stat:" + caller(sys._getframe(1)))
+            name = os.fspath(path)
+            # what :func:`note` takes (its caller is looked for only then: a walk up
+            # the stack, for each of the thousands of stats a run makes)
+            if name.endswith(NOTED if isinstance(name, str) else NOTED_BYTES):
+                note(name, "os.stat:" + caller(sys._getframe(1)))
         return real(path, *args, **kwargs)
 
     stat.__name__ = stat.__qualname__ = real.__name__
