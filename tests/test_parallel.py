@@ -194,3 +194,29 @@ def test_make_jobserver_limits_concurrency(tmp_path):
         peak = max(peak, level)
     assert peak == 2, spans
     assert b"jobserver" not in proc.stderr  # no token-count complaints from make
+
+
+def test_a_hazard_between_runs_made_out_of_serial_order_says_so(tmp_path):
+    """At -j1 the longest target runs first: ``b`` (serially after ``a``) wrote what ``a``
+    then read. They did not run at once; the hazard says ``b`` ran before ``a``."""
+    root = tmp_path / "order"
+    root.mkdir()
+    (root / "memotest.toml").write_text(
+        f"[targets.a]\ncommand = [{PY!r}, 'a.py']\n[targets.b]\ncommand = [{PY!r}, 'b.py']\n"
+    )
+    (root / "a.py").write_text("import os; print(os.path.exists('x') and open('x').read())\n")
+    b = "import os, time; time.sleep(1); os.path.exists('flag') and open('x', 'w').write('1')\n"
+    (root / "b.py").write_text(b)
+    code, out, _data = build(root, "-j", "1")
+    assert code == 0, out
+    (root / "flag").write_text("")  # b writes x now
+    (root / "a.py").write_text((root / "a.py").read_text() + "# edited\n")
+    code, out, data = build(root, "-j", "1", "-v")
+    assert code == 0, out
+    assert [(h["before"], h["after"], h["overlapped"]) for h in data["hazards"]] == [
+        ("a", "b", False)
+    ], out
+    assert "hazard: b ran before a and they conflict on" in out, out
+    reasons = {t["name"]: t["reason"] for t in data["targets"]}
+    assert reasons["a"].startswith("re-run alone: ran after b"), out
+    assert reasons["b"].startswith("re-run alone: ran before a"), out

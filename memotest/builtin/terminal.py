@@ -150,7 +150,7 @@ class TerminalReporter:
                 self.out.write(f"memoization error: {err}\n")
         for e in summary.hazards:
             self.out.write(
-                f"hazard: {e.after} ran alongside {e.before} and they conflict on {e.path}; "
+                f"hazard: {e.after} {e.how(e.after)} {e.before} and they conflict on {e.path}; "
                 "both ran again alone, and from now on they run in that order\n"
             )
         if summary.shard is not None:

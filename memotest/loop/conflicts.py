@@ -137,7 +137,7 @@ class Conflicts:
             t = by_name[n]
             self.step.snapshot(t, self.store.records([n]).get(n))
             result = self.step.record(t, self.step.run(t), None, self.store)
-            result.reason = f"re-run alone: ran alongside {other}, conflict on {edge.path}"
+            result.reason = f"re-run alone: {edge.how(n)} {other}, conflict on {edge.path}"
             summary.results = [r for r in summary.results if r.name != n]
             summary.results.append(result)
             self.step.report(t, result)

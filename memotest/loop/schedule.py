@@ -161,6 +161,15 @@ class Edge:
     after: str
     kind: str
     path: str | None = None
+    #: Of a hazard: whether the two runs overlapped (else ``after`` ran before ``before``:
+    #: the build ran them out of serial order, one after the other).
+    overlapped: bool = True
+
+    def how(self, name: str) -> str:
+        """How the run of ``name``, one of a hazard's two, went with the other's."""
+        if self.overlapped:
+            return "ran alongside"
+        return "ran before" if name == self.after else "ran after"
 
 
 def conflict_edges(footprints: Mapping[str, Footprint], serial: Mapping[str, int]) -> list[Edge]:
@@ -254,5 +263,6 @@ def hazards(runs: list[Run], serial: Mapping[str, int]) -> list[Edge]:
                 start = (b.started_ns, b.fs_started_ns) if b.started_ns else None
                 path = conflict(a.footprint, b.footprint, start)
                 if path is not None:
-                    out.append(Edge(a.name, b.name, "hazard", path))
+                    overlapped = a.started < b.finished
+                    out.append(Edge(a.name, b.name, "hazard", path, overlapped))
     return out

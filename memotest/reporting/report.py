@@ -103,7 +103,8 @@ class Summary:
             "remote": self.remote or None,
             "shard": self.shard.as_json() if self.shard else None,
             "hazards": [
-                {"before": e.before, "after": e.after, "path": e.path} for e in self.hazards
+                {"before": e.before, "after": e.after, "path": e.path, "overlapped": e.overlapped}
+                for e in self.hazards
             ],
             "targets": [_target_json(r) for r in self.results],
         }
