@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING, Any
 from memotest.lazy import lazy_module
 from memotest.model import Incomplete, Trace
 from memotest.tracer import listing_reports, shim
-from memotest.tracer.collect import build_trace
+from memotest.tracer.collect import build_trace, resolve_dotdot
 from memotest.tracer.log import read as read_log
 from memotest.tracer.procwatch import ProcessWatcher, become_subreaper
 
@@ -160,7 +160,10 @@ class TracedRun:
         events, damage = read_log(self.log_path)
         prior = getattr(self.proc, "prior_events", None)
         owner = getattr(self.proc, "owner", None)
+        own_paths: set[str] | None = None
         if prior:
+            # What the run's own events name (each field: more than paths, never fewer).
+            own_paths = {resolve_dotdot(f) for ev in events for f in ev.fields}
             events = [*prior, *events]
         with open(self.status_path, "rb") as f:
             lost = f.read(1) != b"0"
@@ -190,6 +193,9 @@ class TracedRun:
         )
         trace.started_ns, trace.finished_ns = self.started_ns, self.finished_ns
         trace.fs_started_ns = self.fs_started_ns
+        if own_paths is not None:
+            trace.forked, trace.own_paths = getattr(self.proc, "held", None), own_paths
+            trace.shared = getattr(self.proc, "shared", None)
         if isinstance(report, dict) and isinstance(report.get("code"), dict):
             trace.code = report["code"]
             if isinstance(report.get("phases"), dict):

@@ -31,6 +31,11 @@ class RemoteProcess:
         self.lost: str | None = None
         #: The worker's start-up, which comes before the run's own log in its trace.
         self.prior_events = worker.events
+        #: Each path the worker's start-up observed, as the check before this fork found
+        #: it (``Worker.changed``), and the worker's fingerprints of them, which its runs
+        #: share (``recording/shared.py``).
+        self.held = dict(worker.snapshot)
+        self.shared = worker.shared
         #: The worker's pid and trace folder, for the run's process watcher.
         self.owner = (worker.run.pid, worker.run.dir)
         #: The files the worker read that its watchers vouch for (``vouched.py``):

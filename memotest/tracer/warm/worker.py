@@ -115,6 +115,9 @@ class Worker:
         #: What each path the worker observed while starting was: see ``_sig``.
         self.snapshot: dict[str, StatSig | str | None] = {}
         self._listed: frozenset[str] = frozenset()
+        #: What its runs' records found of the paths of ``snapshot`` (new with each
+        #: snapshot: ``recording/shared.py``).
+        self.shared: dict = {}
         #: The folders of the project only its imports listed: what they looked for there,
         #: and what of it they saw (``worker/listings.py``).
         self._views: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
@@ -204,6 +207,7 @@ class Worker:
         self._listed = frozenset(trace.listed)
         before = self.snapshot
         self.snapshot = {p: path_sig(p, p in self._listed) for p in sorted(paths)}
+        self.shared = {}
         views = msg.get("views") or {}
         self._views = {
             p: (frozenset(views[p][0]), frozenset(views[p][1]))
