@@ -62,6 +62,8 @@ def is_pseudo(path: str) -> bool:
     through ``/proc`` or ``/dev`` (``/proc/self/cwd/x``, ``/dev/fd/3``, ``/dev/stdin``) has
     already been rewritten by the shim to the file it names (``_shim/procfs.c``); what is
     left there names no file (a pipe, a socket, a terminal, kernel state)."""
+    if not path.startswith(PSEUDO_ROOTS):
+        return False  # the test below for nearly every path, at the cost of one call
     if any(path == r or path.startswith(r + "/") for r in REAL_UNDER_PSEUDO):
         return False
     return any(path == r or path.startswith(r + "/") for r in PSEUDO_ROOTS)
@@ -117,6 +119,7 @@ def build_trace(
     listers: dict[str, set[int]] = {}  # folder: the pids that listed it
     two_lives: set[int] = set()  # pids seen as another image, or listing before theirs
     norm: dict[str, str | None] = {}
+    by_pid: dict[int, bool] = {}  # whether the image of a pid is orderless (``T``)
     seen_as: dict[str, set[str]] = {}  # "absent or ..." (``Y``, ``V``, ``Q``, ``J``)
     read_back: set[str] = set()  # of those, read by the tree, before or after the call
     strictly_missing: set[str] = set()  # missed by any other lookup (``M``)
@@ -161,8 +164,12 @@ def build_trace(
                 (trace.reads if op == "R" else trace.missing if op == "M" else trace.stats).add(
                     path
                 )
-                if op == "T" and not _orderless(images.get(ev.pid)):
-                    timed.add(path)
+                if op == "T":
+                    orderless = by_pid.get(ev.pid)
+                    if orderless is None:
+                        orderless = by_pid[ev.pid] = _orderless(images.get(ev.pid))
+                    if not orderless:
+                        timed.add(path)
                 if op != "M" and ev.pid != root_pid and (ev.pid, path) not in own_reads:
                     elsewhere.add(path)
         elif op in "WNDU":
@@ -227,12 +234,14 @@ def build_trace(
                 waiting.pop(0)  # this image answers the exec that came before it
             ppid, exe, cwd, *argv = ev.fields
             images[ev.pid] = ProcessInfo(ev.pid, _int(ppid), exe, argv, cwd, True)
+            by_pid.pop(ev.pid, None)
             if exe:
                 trace.execs.add(exe)
         elif op == "K":
             if announced[ev.pid]:
                 two_lives.add(ev.pid)  # the pid of an image that ended, forked again
             parent = images.get(_int(ev.fields[0]) or -1)
+            by_pid.pop(ev.pid, None)
             images.setdefault(
                 ev.pid,
                 ProcessInfo(
