@@ -35,7 +35,7 @@ from memotest.run.observe import Ignore, observe
 from memotest.run.rewritten import Before, rewritten_as_before
 from memotest.run.testcases import encode as encode_tests
 from memotest.store import STORE_DIR, Record, Store, output_value
-from memotest.tracer.collect import is_pseudo
+from memotest.tracer.fold import is_pseudo
 from memotest.world.fingerprint import FileStates, Fingerprint
 
 

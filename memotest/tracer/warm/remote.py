@@ -8,6 +8,7 @@ would be (``tainted``) is run again by the runner as a fresh process.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -41,6 +42,8 @@ class RemoteProcess:
         #: The files the worker read that its watchers vouch for (``vouched.py``):
         #: read by the run's own process, as far as the trace's ``read_elsewhere`` goes.
         self.own_reads = frozenset((worker.run.pid, path) for path in worker.vouched)
+        #: The start-up folded once for the worker's runs (``tracer/fold.py``).
+        self.folded = functools.partial(worker.folded, self.prior_events, self.own_reads)
         self.preloaded = worker.preloaded
         #: What the worker imported after its preparation but that the preparation had not
         #: marked: under the hooks, but not as one marked (``preload.py``).
