@@ -119,7 +119,7 @@ class Worker:
         #: What its runs' records found of the paths of ``snapshot`` (new with each
         #: snapshot: ``recording/shared.py``).
         self.shared: dict = {}
-        self._folded: tuple[list[Event], Fold] | None = None
+        self.folded: tuple[list[Event], Fold] | None = None  # ``remote.start_folded``
         #: The folders of the project only its imports listed: what they looked for there,
         #: and what of it they saw (``worker/listings.py``).
         self._views: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
@@ -227,16 +227,6 @@ class Worker:
             self.why = CHANGED_WHILE_STARTING
             return False
         return True
-
-    def folded(self, events: list[Event], own_reads: frozenset[tuple[int, str]]) -> Fold:
-        """``events`` (its start-up, as a run forked from it has it) folded once for all
-        its runs (``tracer/fold.py``)."""
-        done = self._folded
-        if done is None or done[0] is not events:
-            fold = Fold([], 0, shim.shim_path())
-            fold.feed(events, None, own_reads)
-            done = self._folded = (events, fold)
-        return done[1]
 
     def idle(self) -> bool:
         """Whether it is usable and every run it forked has ended."""
