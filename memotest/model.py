@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -226,6 +227,13 @@ class Trace:
     #: (``memotest/inputs/readers.py``: an ``entry_points.txt`` opened by
     #: ``importlib.metadata``'s entry point parser alone...).
     sections: set[str] | None = None
+    #: For a run forked from a warm worker: each path the worker's start-up observed, as
+    #: the check before this run's fork found it (``tracer/warm/stale.py``); the paths the
+    #: run's own events name; and what the worker's runs found of the others, which they
+    #: share (``recording/shared.py``). None otherwise.
+    forked: Mapping[str, object] | None = None
+    own_paths: set[str] | None = None
+    shared: dict | None = None
 
     @property
     def created(self) -> set[str]:

@@ -30,11 +30,12 @@ from memotest.inputs.registry import kind_of, refine
 from memotest.load import plugins
 from memotest.model import Kind, Outcome, Target
 from memotest.recording.parts import parts_blob
+from memotest.recording.shared import SharedInputs
 from memotest.run.observe import Ignore, observe
 from memotest.run.rewritten import Before, rewritten_as_before
 from memotest.run.testcases import encode as encode_tests
 from memotest.store import STORE_DIR, Record, Store, output_value
-from memotest.tracer.collect import is_pseudo
+from memotest.tracer.fold import is_pseudo
 from memotest.world.fingerprint import FileStates, Fingerprint
 
 
@@ -98,7 +99,12 @@ def draft_record(
     why = list(obs.uncacheable)
     inputs = []
     kinds: dict[Kind, InputKind] = {}
+    shared = SharedInputs(trace, states)  # a warm worker's start-up, once for its runs
     for path, observed in obs.inputs:
+        known = shared.get(path, observed)
+        if known is not None:
+            inputs.append(known)
+            continue
         if _links_into_kernel_fs(path, states):
             continue  # /etc/mtab -> /proc/self/mounts: a kernel file system, never an input
         kind = kinds.get(observed)
@@ -111,6 +117,7 @@ def draft_record(
             continue
         why.extend(changes)
         inputs.append(fp)
+        shared.put(path, observed, fp, changes)
     for path in obs.rewritten:
         held = rewritten_as_before(path, states, before or {}, trace)
         if isinstance(held, str):

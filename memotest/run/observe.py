@@ -83,21 +83,25 @@ class Ignore:
         self.root = root.rstrip("/") + "/"
         self.abs = [_compile(p) for p in patterns if p.startswith(("/", "**"))]
         self.rel = [_compile(p) for p in patterns if not p.startswith("/")]
-        self.folders = tuple(f.rstrip("/") for f in folders if f.strip("/"))
+        self._folders(tuple(f.rstrip("/") for f in folders if f.strip("/")))
         self._seen: dict[str, bool] = {}  # pattern matches: paths come back target after target
+
+    def _folders(self, folders: tuple[str, ...]) -> None:
+        self.folders = folders
+        self._inside = tuple(f + "/" for f in folders)  # what is below one of them
+        self._exact = frozenset(folders)
 
     def also(self, *folders: str) -> Ignore:
         """This matcher plus more folders (a target's private ``TMPDIR``); the two share
         the patterns and what they already matched."""
         other = Ignore((), self.root)
         other.abs, other.rel, other._seen = self.abs, self.rel, self._seen
-        other.folders = self.folders + tuple(f.rstrip("/") for f in folders if f.strip("/"))
+        other._folders(self.folders + tuple(f.rstrip("/") for f in folders if f.strip("/")))
         return other
 
     def __call__(self, path: str) -> bool:
-        for f in self.folders:
-            if path == f or path.startswith(f + "/"):
-                return True
+        if path.startswith(self._inside) or path in self._exact:
+            return True
         seen = self._seen.get(path)
         if seen is None:
             seen = self._seen[path] = self._match(path)

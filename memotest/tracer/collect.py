@@ -30,52 +30,22 @@ order at all: the earlier content survives it, so every read of the file counts.
 
 from __future__ import annotations
 
-import errno
-import os
-from collections import Counter
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
 from memotest.lazy import lazy_module
-from memotest.model import ORDERLESS_PROGRAMS, Incomplete, ProcessInfo, Trace
-from memotest.tracer.creations import OR_STATES, held_as, mkdir_p
+from memotest.model import Incomplete, ProcessInfo, Trace
+from memotest.tracer.creations import held_as
 from memotest.tracer.elf import loads_the_shim, why_untraceable
+from memotest.tracer.fold import Fold
 from memotest.tracer.listing_reports import Listings, combined
 from memotest.tracer.log import Event
 from memotest.tracer.procwatch import Seen
-from memotest.world.network import unix_path_not_there
 
 if TYPE_CHECKING:
     import psutil
 else:
     psutil = lazy_module("psutil")  # imported while a run is watched only
-
-PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
-#: Under a pseudo root, but real files: ``/dev/shm`` is a tmpfs (POSIX shared memory and
-#: semaphores, and any file a program puts there).
-REAL_UNDER_PSEUDO = ("/dev/shm",)
-ABSENT_ERRNOS = {str(errno.ENOENT), str(errno.ENOTDIR)}
-
-
-def is_pseudo(path: str) -> bool:
-    """Paths of kernel file systems, which are never inputs. A path that names a real file
-    through ``/proc`` or ``/dev`` (``/proc/self/cwd/x``, ``/dev/fd/3``, ``/dev/stdin``) has
-    already been rewritten by the shim to the file it names (``_shim/procfs.c``); what is
-    left there names no file (a pipe, a socket, a terminal, kernel state)."""
-    if any(path == r or path.startswith(r + "/") for r in REAL_UNDER_PSEUDO):
-        return False
-    return any(path == r or path.startswith(r + "/") for r in PSEUDO_ROOTS)
-
-
-def resolve_dotdot(path: str) -> str:
-    """Resolves ``..`` against the real file system: ``link/..`` is the parent of the
-    link's target, not of the link. The last component itself is kept as it is."""
-    if "/.." not in path:
-        return path
-    head, tail = os.path.split(path)
-    if tail == "..":
-        return os.path.realpath(path)
-    return os.path.join(os.path.realpath(head), tail)
 
 
 def build_trace(
@@ -94,158 +64,28 @@ def build_trace(
     listing_reports: Mapping[int, Listings | None] | None = None,
     vouched: Collection[int] = (),
     own_reads: Collection[tuple[int, str]] = (),  # (pid, path): tracer/warm/vouched.py
+    prior: Fold | None = None,
 ) -> Trace:
     """``worker_pid``: the warm worker the command was forked from (``tracer/warm/``): what it
     listed, the run reports on as on its own listings (``worker/listings.py``).
     ``listing_reports``: what processes of the tree reported of their listings, by pid
     (``tracer/listing_reports.py``); those of ``vouched`` pids are taken as they are (a
     worker's run, for itself and the worker), the others only from a pid that was one
-    process image in the whole trace. They make ``Trace.listings``."""
-    trace = Trace(command=command, exit_code=exit_code)
-    incomplete = trace.incomplete
-    changed: set[str] = set()  # paths the tree wrote or deleted so far
-    images: dict[int, ProcessInfo] = {}
-    timed = trace.timed = set()
-    announced: Counter[int] = Counter()
-    pending: dict[int, list[str]] = {}  # own execs awaiting the new image's P
-    spawned: list[tuple[int, str]] = []  # posix_spawn children: their P may come first
-    exec_paths: set[str] = set()
-    reachable: set[tuple[int, str]] = set()  # own execs that found this shim (``H``)
-    last_exec: dict[int, str] = {}  # pid: the path of its own E, while nothing followed
-    killed: set[tuple[int, str]] = set()  # own execs reaped killed by a signal next
-    skip = (trace_dir, trace_dir + "/")
-    listers: dict[str, set[int]] = {}  # folder: the pids that listed it
-    two_lives: set[int] = set()  # pids seen as another image, or listing before theirs
-    norm: dict[str, str | None] = {}
-    seen_as: dict[str, set[str]] = {}  # "absent or ..." (``Y``, ``V``, ``Q``, ``J``)
-    read_back: set[str] = set()  # of those, read by the tree, before or after the call
-    strictly_missing: set[str] = set()  # missed by any other lookup (``M``)
-
-    def clean(raw: str) -> str | None:
-        got = norm.get(raw, "")
-        if got != "":
-            return got
-        path = resolve_dotdot(raw)
-        out = None if is_pseudo(path) or path.startswith(skip) or path == shim else path
-        norm[raw] = out
-        return out
-
-    elsewhere = trace.read_elsewhere
-    for ev in events:
-        op = ev.op
-        if op == "G":  # written by the reaper, under the child's pid
-            path = last_exec.pop(ev.pid, None)
-            if path is not None:
-                killed.add((ev.pid, path))
-            continue
-        if op == "E" and len(ev.fields) == 1:
-            last_exec[ev.pid] = ev.path
-        elif not (op == "E" or op == "H"):
-            last_exec.pop(ev.pid, None)  # the image (or a new one of that pid) did something
-        if op in "RSTMYVQJ":
-            path = clean(ev.path)
-            if op == "R" and path in seen_as:
-                read_back.add(path)  # what an open that keeps the bytes found, it read
-            if path is not None and path not in changed:
-                if op == "M" and mkdir_p(images.get(ev.pid)):
-                    op = "Y"
-                if op in OR_STATES:
-                    if op == "J":  # a rename onto it, or an unlink that left it absent
-                        changed.add(path)
-                    if path in trace.reads:
-                        continue  # read before: its content says more than "absent or"
-                    seen_as.setdefault(path, set()).add(OR_STATES[op])
-                    op = "M"  # absent or that state: the same to its caller
-                elif op == "M":
-                    strictly_missing.add(path)
-                (trace.reads if op == "R" else trace.missing if op == "M" else trace.stats).add(
-                    path
-                )
-                if op == "T" and not _orderless(images.get(ev.pid)):
-                    timed.add(path)
-                if op != "M" and ev.pid != root_pid and (ev.pid, path) not in own_reads:
-                    elsewhere.add(path)
-        elif op in "WNDU":
-            path = clean(ev.path)
-            if path is not None:
-                # ``U`` (changed in place) keeps what the file held: reads after it still
-                # see the content from before the run, so they stay reads.
-                if op != "U":
-                    changed.add(path)
-                trace.first_change.setdefault(path, op)
-                if op != "N":
-                    trace.altered.add(path)
-                (trace.deleted if op == "D" else trace.writes).add(path)
-        elif op == "L":
-            path = clean(ev.path)
-            if path is not None:
-                trace.listed.add(path)
-                listers.setdefault(path, set()).add(ev.pid)
-                if not announced[ev.pid]:
-                    two_lives.add(ev.pid)  # the image before an exec, or a forked child
-        elif op == "O":
-            path = clean(ev.path)
-            if path is not None:
-                trace.loaded.add(path)
-        elif op == "C":
-            trace.connects.add(ev.path)
-            gone = unix_path_not_there(ev.path)
-            if gone is not None and gone not in changed:
-                # what the connect found is the path's absence: an input as any failed
-                # lookup, under /dev too (``/dev/log`` appears when a syslog starts)
-                trace.missing.add(resolve_dotdot(gone))
-        elif op == "B":
-            trace.listens.add(ev.path)
-        elif op == "A":
-            trace.accepted.add(ev.path)
-        elif op == "X":
-            trace.sockets.add(ev.path)
-        elif op == "H":
-            reachable.add((ev.pid, ev.path))
-        elif op == "E":
-            exec_paths.add(ev.path)
-            if len(ev.fields) > 1:
-                spawned.append((ev.pid, ev.path))
-            else:
-                pending.setdefault(ev.pid, []).append(ev.path)
-        elif op == "F":
-            waiting = pending.get(ev.pid, [])
-            if ev.path in waiting:
-                waiting.remove(ev.path)
-                if ev.path not in (p for w in pending.values() for p in w):
-                    exec_paths.discard(ev.path)
-            if len(ev.fields) > 1 and ev.fields[1] in ABSENT_ERRNOS:
-                path = clean(ev.path)
-                if path is not None and path not in changed:
-                    trace.missing.add(path)
-        elif op == "P":
-            if announced[ev.pid]:
-                two_lives.add(ev.pid)
-            announced[ev.pid] += 1
-            waiting = pending.get(ev.pid)
-            if waiting:
-                waiting.pop(0)  # this image answers the exec that came before it
-            ppid, exe, cwd, *argv = ev.fields
-            images[ev.pid] = ProcessInfo(ev.pid, _int(ppid), exe, argv, cwd, True)
-            if exe:
-                trace.execs.add(exe)
-        elif op == "K":
-            if announced[ev.pid]:
-                two_lives.add(ev.pid)  # the pid of an image that ended, forked again
-            parent = images.get(_int(ev.fields[0]) or -1)
-            images.setdefault(
-                ev.pid,
-                ProcessInfo(
-                    ev.pid,
-                    _int(ev.fields[0]),
-                    parent.exe if parent else None,
-                    list(parent.argv) if parent else [],
-                    parent.cwd if parent else None,
-                    True,
-                ),
-            )
-        elif op == "I":
-            incomplete.append(Incomplete(ev.pid, _exe(images, ev.pid), ev.path))
+    process image in the whole trace. They make ``Trace.listings``. ``prior``: the
+    events that came before ``events``, folded (a warm worker's start-up: ``fold.py``)."""
+    if prior is None:
+        fold = Fold(command, exit_code, shim)
+    else:
+        fold = prior.copy()
+        fold.trace.command, fold.trace.exit_code = command, exit_code
+    fold.skip = (trace_dir, trace_dir + "/")
+    fold.feed(events, root_pid, own_reads)
+    trace, clean = fold.trace, fold.clean
+    incomplete, images, announced = trace.incomplete, fold.images, fold.announced
+    pending, spawned, exec_paths = fold.pending, fold.spawned, fold.exec_paths
+    reachable, killed, listers = fold.reachable, fold.killed, fold.listers
+    two_lives, seen_as, read_back = fold.two_lives, fold.seen_as, fold.read_back
+    strictly_missing, changed = fold.strictly_missing, fold.changed
 
     # Every exec must be answered by the new image announcing itself (PROTOCOL.md).
     # An exec excused as killed before the shim's constructor (the rule above): polling
@@ -334,24 +174,6 @@ def _listings(
             trace.listed_elsewhere.add(path)
     if reports:
         trace.listings = combined(listers, trusted)
-
-
-def _int(s: str | None) -> int | None:
-    try:
-        return int(s) if s is not None else None
-    except ValueError:
-        return None
-
-
-def _orderless(image: ProcessInfo | None) -> bool:
-    """Whether the process is one of :data:`ORDERLESS_PROGRAMS`: its stats are not in the
-    run's modification-time order."""
-    return image is not None and os.path.basename(image.exe or "") in ORDERLESS_PROGRAMS
-
-
-def _exe(images: dict[int, ProcessInfo], pid: int) -> str | None:
-    info = images.get(pid)
-    return info.exe if info else None
 
 
 def _which(exe: str | None) -> str | None:

@@ -16,6 +16,7 @@ from memotest.lazy import lazy_module
 from memotest.model import Incomplete, Trace
 from memotest.tracer import listing_reports, shim
 from memotest.tracer.collect import build_trace
+from memotest.tracer.fold import resolve_dotdot
 from memotest.tracer.log import read as read_log
 from memotest.tracer.procwatch import ProcessWatcher, become_subreaper
 
@@ -160,8 +161,16 @@ class TracedRun:
         events, damage = read_log(self.log_path)
         prior = getattr(self.proc, "prior_events", None)
         owner = getattr(self.proc, "owner", None)
+        own_paths: set[str] | None = None
+        folded = None
         if prior:
-            events = [*prior, *events]
+            # What the run's own events name (each field: more than paths, never fewer).
+            own_paths = {resolve_dotdot(f) for ev in events for f in ev.fields}
+            fold = getattr(self.proc, "folded", None)
+            if fold is not None:
+                folded = fold()  # the worker's start-up, folded once for its runs
+            else:
+                events = [*prior, *events]
         with open(self.status_path, "rb") as f:
             lost = f.read(1) != b"0"
         report = getattr(self.proc, "report", None)
@@ -187,9 +196,13 @@ class TracedRun:
             listing_reports=reports,
             vouched=vouched,
             own_reads=getattr(self.proc, "own_reads", ()),
+            prior=folded,
         )
         trace.started_ns, trace.finished_ns = self.started_ns, self.finished_ns
         trace.fs_started_ns = self.fs_started_ns
+        if own_paths is not None:
+            trace.forked, trace.own_paths = getattr(self.proc, "held", None), own_paths
+            trace.shared = getattr(self.proc, "shared", None)
         if isinstance(report, dict) and isinstance(report.get("code"), dict):
             trace.code = report["code"]
             if isinstance(report.get("phases"), dict):

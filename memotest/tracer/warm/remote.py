@@ -8,16 +8,33 @@ would be (``tainted``) is run again by the runner as a fresh process.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
 import threading
 from typing import TYPE_CHECKING, Any
 
+from memotest.tracer import shim
+from memotest.tracer.fold import Fold
 from memotest.tracer.warm.reading import WarmReading, marked, read_report
 
 if TYPE_CHECKING:
+    from memotest.tracer.log import Event
     from memotest.tracer.warm.worker import Worker
+
+
+def start_folded(
+    worker: Worker, events: list[Event], own_reads: frozenset[tuple[int, str]]
+) -> Fold:
+    """``events`` (``worker``'s start-up, as a run forked from it has it) folded once for
+    all its runs (``tracer/fold.py``), kept in ``worker.folded``."""
+    done = worker.folded
+    if done is None or done[0] is not events:
+        fold = Fold([], 0, shim.shim_path())
+        fold.feed(events, None, own_reads)
+        done = worker.folded = (events, fold)
+    return done[1]
 
 
 class RemoteProcess:
@@ -31,11 +48,18 @@ class RemoteProcess:
         self.lost: str | None = None
         #: The worker's start-up, which comes before the run's own log in its trace.
         self.prior_events = worker.events
+        #: Each path the worker's start-up observed, as the check before this fork found
+        #: it (``Worker.changed``), and the worker's fingerprints of them, which its runs
+        #: share (``recording/shared.py``).
+        self.held = dict(worker.snapshot)
+        self.shared = worker.shared
         #: The worker's pid and trace folder, for the run's process watcher.
         self.owner = (worker.run.pid, worker.run.dir)
         #: The files the worker read that its watchers vouch for (``vouched.py``):
         #: read by the run's own process, as far as the trace's ``read_elsewhere`` goes.
         self.own_reads = frozenset((worker.run.pid, path) for path in worker.vouched)
+        #: The start-up folded once for the worker's runs (``tracer/fold.py``).
+        self.folded = functools.partial(start_folded, worker, self.prior_events, self.own_reads)
         self.preloaded = worker.preloaded
         #: What the worker imported after its preparation but that the preparation had not
         #: marked: under the hooks, but not as one marked (``preload.py``).

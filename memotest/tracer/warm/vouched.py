@@ -15,7 +15,7 @@ it was: read elsewhere, whole.
 
 from __future__ import annotations
 
-from memotest.tracer.collect import resolve_dotdot
+from memotest.tracer.fold import resolve_dotdot
 from memotest.tracer.log import Event
 
 #: ``memotest/worker/prepared_code.py``'s ``MARK``: looked up once the watchers are on.

@@ -26,6 +26,7 @@ from memotest.inputs.readers import worker_table
 from memotest.model import StatSig
 from memotest.tracer import shim
 from memotest.tracer.collect import build_trace
+from memotest.tracer.fold import Fold
 from memotest.tracer.log import Event
 from memotest.tracer.log import read as read_log
 from memotest.tracer.procwatch import Seen
@@ -115,6 +116,10 @@ class Worker:
         #: What each path the worker observed while starting was: see ``_sig``.
         self.snapshot: dict[str, StatSig | str | None] = {}
         self._listed: frozenset[str] = frozenset()
+        #: What its runs' records found of the paths of ``snapshot`` (new with each
+        #: snapshot: ``recording/shared.py``).
+        self.shared: dict = {}
+        self.folded: tuple[list[Event], Fold] | None = None  # ``remote.start_folded``
         #: The folders of the project only its imports listed: what they looked for there,
         #: and what of it they saw (``worker/listings.py``).
         self._views: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
@@ -204,6 +209,7 @@ class Worker:
         self._listed = frozenset(trace.listed)
         before = self.snapshot
         self.snapshot = {p: path_sig(p, p in self._listed) for p in sorted(paths)}
+        self.shared = {}
         views = msg.get("views") or {}
         self._views = {
             p: (frozenset(views[p][0]), frozenset(views[p][1]))
