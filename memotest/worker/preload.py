@@ -79,13 +79,14 @@ def imported_report(preloaded, had, where):
     )
     names = []
     hooked = []  # loaded by an import hook's loader (pytest's rewriting)
-    for name, module in list(sys.modules.items()):
+    # The worker's modules passed over first: most of a run's are.
+    for name, module in [(n, m) for n, m in sys.modules.items() if n not in had]:
         try:  # not getattr: a lazy module (importlib.util.LazyLoader) would load
             spec = object.__getattribute__(module, "__dict__").get("__spec__")
         except Exception:
             continue
         origin = getattr(spec, "origin", None)
-        if name in had or name in ("__main__", "__mp_main__") or not isinstance(origin, str):
+        if name in ("__main__", "__mp_main__") or not isinstance(origin, str):
             continue
         if not os.path.normpath(origin).startswith(where):
             continue
