@@ -23,7 +23,7 @@ import sys
 from . import child, extensions, listings, prepared_code, sections, untimed
 from .interpreter import roots, threads
 from .monitored import load_executed
-from .preload import preload
+from .preload import preload, remember_shadowed
 
 PACKAGE = __name__.rpartition(".")[0]
 #: ``memotest/tracer/warm/worker.py``'s ``PROMOTE_MARK``.
@@ -156,6 +156,9 @@ def get_ready(cfg, errors, preloaded, executed):
     if not hasattr(os, "pidfd_open"):
         errors.append("os.pidfd_open is missing (Python 3.9+ on Linux 5.3+)")
     ready = not errors and not refused
+    every = preloaded | after
+    if ready:
+        remember_shadowed(every)  # before the views: its looks are the worker's
     views = listings.finder_views(os.getcwd(), where) if listings.FILL else None
     send(
         {
@@ -173,7 +176,7 @@ def get_ready(cfg, errors, preloaded, executed):
         os._exit(0)
     gc.collect()
     gc.freeze()  # what is shared with the children stays shared
-    return preloaded | after, executed, runner, had, where
+    return every, executed, runner, had, where
 
 
 def prepare(what, errors):
