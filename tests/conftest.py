@@ -182,3 +182,36 @@ def flip(root: Path) -> None:
     """Makes ``src`` of :func:`aged_pair` the newer, content kept."""
     now = time.time_ns() - HOUR // 2
     os.utime(root / "src", ns=(now, now))
+
+
+#: What the suite adds to ``PYTEST_ADDOPTS`` for the pytest runs its tests start: no
+#: pytest-benchmark (the test extra installs it). Its plugin, autoloaded by every pytest a
+#: target, a warm worker or a collection starts, cost a fifth of the CPU of pytest-heavy
+#: files (test_select_tests, test_listings, test_warm: 88.2 CPU-s against 72.1, load ~10;
+#: docs/benchmarks.md, "The suite's time, trimmed"), and made the suite's results depend on
+#: whether the venv has it. The tests about what it does (its ``.benchmarks`` folder) load
+#: it by name, or take :func:`host_pytest_plugins`.
+NO_HOST_PLUGINS = "-p no:benchmark"
+_ADDOPTS = os.environ.get("PYTEST_ADDOPTS")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _targets_without_host_plugins():
+    """Every process a test starts (``os.environ``, at each call) gets
+    :data:`NO_HOST_PLUGINS`; a session fixture, so the suite's own pytest (and xdist's
+    controller, which starts the workers) is left as it was started."""
+    os.environ["PYTEST_ADDOPTS"] = f"{_ADDOPTS} {NO_HOST_PLUGINS}" if _ADDOPTS else NO_HOST_PLUGINS
+    yield
+    if _ADDOPTS is None:
+        os.environ.pop("PYTEST_ADDOPTS", None)
+    else:
+        os.environ["PYTEST_ADDOPTS"] = _ADDOPTS
+
+
+@pytest.fixture
+def host_pytest_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pytest runs of this test load the venv's plugins as a user's would."""
+    if _ADDOPTS is None:
+        monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    else:
+        monkeypatch.setenv("PYTEST_ADDOPTS", _ADDOPTS)
