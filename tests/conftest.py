@@ -97,9 +97,9 @@ def build_statuses(
     report = report or cwd.parent / f"{cwd.name}-report.json"
     proc = memotest("build", "--json-report", str(report), *args, cwd=cwd, env=env)
     out = proc.stdout.decode() + proc.stderr.decode()
-    statuses = {}
+    statuses = BuildStatuses(out)
     if report.exists():
-        statuses = {t["name"]: t["status"] for t in json.loads(report.read_text())["targets"]}
+        statuses.update((t["name"], t["status"]) for t in json.loads(report.read_text())["targets"])
         report.unlink()
     return proc.returncode, out, statuses
 
@@ -215,3 +215,28 @@ def host_pytest_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
     else:
         monkeypatch.setenv("PYTEST_ADDOPTS", _ADDOPTS)
+
+
+class BuildStatuses(dict):
+    """Each target's status from a build, and the build's output (``.out``): an assertion
+    that compares it with ``==`` shows that output (:func:`pytest_assertrepr_compare`), so
+    that a status other than the one expected says why (with ``-v``, the reason of each
+    run and why a warm worker was not used). Helpers that make their own dict of the
+    statuses pass ``out`` on: ``BuildStatuses(out, {...})``."""
+
+    def __init__(self, out: str, statuses: dict[str, str] | None = None) -> None:
+        super().__init__(statuses or {})
+        self.out = out
+
+
+def pytest_assertrepr_compare(config: pytest.Config, op: str, left: object, right: object):
+    built = [s for s in (left, right) if isinstance(s, BuildStatuses)]
+    if op != "==" or not built or not isinstance(left, dict) or not isinstance(right, dict):
+        return None
+    lines = [f"{left!r} == {right!r}"]
+    for name in sorted(set(left) | set(right)):
+        if left.get(name) != right.get(name):
+            lines.append(f"  {name}: {left.get(name)!r} != {right.get(name)!r}")
+    lines.append("the build's output:")
+    lines.extend(f"  {line}" for line in built[0].out.splitlines())
+    return lines
