@@ -185,13 +185,15 @@ def flip(root: Path) -> None:
 
 
 #: What the suite adds to ``PYTEST_ADDOPTS`` for the pytest runs its tests start: no
-#: pytest-benchmark (the test extra installs it). Its plugin, autoloaded by every pytest a
-#: target, a warm worker or a collection starts, cost a fifth of the CPU of pytest-heavy
-#: files (test_select_tests, test_listings, test_warm: 88.2 CPU-s against 72.1, load ~10;
-#: docs/benchmarks.md, "The suite's time, trimmed"), and made the suite's results depend on
-#: whether the venv has it. The tests about what it does (its ``.benchmarks`` folder) load
-#: it by name, or take :func:`host_pytest_plugins`.
-NO_HOST_PLUGINS = "-p no:benchmark"
+#: pytest-benchmark (the test extra installs it) and no Hypothesis plugin (an engineer's
+#: venv may have it: ~0.7 s a pytest). pytest-benchmark's plugin, autoloaded by every
+#: pytest a target, a warm worker or a collection starts, cost a fifth of the CPU of
+#: pytest-heavy files (test_select_tests, test_listings, test_warm: 88.2 CPU-s against
+#: 72.1, load ~10; docs/benchmarks.md, "The suite's time, trimmed"), and made the suite's
+#: results depend on what the venv has. The tests about what they do (pytest-benchmark's
+#: ``.benchmarks`` folder, Hypothesis's caches) load them by name, or take
+#: :func:`host_pytest_plugins`.
+NO_HOST_PLUGINS = "-p no:benchmark -p no:hypothesispytest"
 _ADDOPTS = os.environ.get("PYTEST_ADDOPTS")
 
 
