@@ -97,9 +97,9 @@ def build_statuses(
     report = report or cwd.parent / f"{cwd.name}-report.json"
     proc = memotest("build", "--json-report", str(report), *args, cwd=cwd, env=env)
     out = proc.stdout.decode() + proc.stderr.decode()
-    statuses = {}
+    statuses = BuildStatuses(out)
     if report.exists():
-        statuses = {t["name"]: t["status"] for t in json.loads(report.read_text())["targets"]}
+        statuses.update((t["name"], t["status"]) for t in json.loads(report.read_text())["targets"])
         report.unlink()
     return proc.returncode, out, statuses
 
@@ -182,3 +182,63 @@ def flip(root: Path) -> None:
     """Makes ``src`` of :func:`aged_pair` the newer, content kept."""
     now = time.time_ns() - HOUR // 2
     os.utime(root / "src", ns=(now, now))
+
+
+#: What the suite adds to ``PYTEST_ADDOPTS`` for the pytest runs its tests start: no
+#: pytest-benchmark (the test extra installs it) and no Hypothesis plugin (an engineer's
+#: venv may have it: ~0.7 s a pytest). pytest-benchmark's plugin, autoloaded by every
+#: pytest a target, a warm worker or a collection starts, cost a fifth of the CPU of
+#: pytest-heavy files (test_select_tests, test_listings, test_warm: 88.2 CPU-s against
+#: 72.1, load ~10; docs/benchmarks.md, "The suite's time, trimmed"), and made the suite's
+#: results depend on what the venv has. The tests about what they do (pytest-benchmark's
+#: ``.benchmarks`` folder, Hypothesis's caches) load them by name, or take
+#: :func:`host_pytest_plugins`.
+NO_HOST_PLUGINS = "-p no:benchmark -p no:hypothesispytest"
+_ADDOPTS = os.environ.get("PYTEST_ADDOPTS")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _targets_without_host_plugins():
+    """Every process a test starts (``os.environ``, at each call) gets
+    :data:`NO_HOST_PLUGINS`; a session fixture, so the suite's own pytest (and xdist's
+    controller, which starts the workers) is left as it was started."""
+    os.environ["PYTEST_ADDOPTS"] = f"{_ADDOPTS} {NO_HOST_PLUGINS}" if _ADDOPTS else NO_HOST_PLUGINS
+    yield
+    if _ADDOPTS is None:
+        os.environ.pop("PYTEST_ADDOPTS", None)
+    else:
+        os.environ["PYTEST_ADDOPTS"] = _ADDOPTS
+
+
+@pytest.fixture
+def host_pytest_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pytest runs of this test load the venv's plugins as a user's would."""
+    if _ADDOPTS is None:
+        monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    else:
+        monkeypatch.setenv("PYTEST_ADDOPTS", _ADDOPTS)
+
+
+class BuildStatuses(dict):
+    """Each target's status from a build, and the build's output (``.out``): an assertion
+    that compares it with ``==`` shows that output (:func:`pytest_assertrepr_compare`), so
+    that a status other than the one expected says why (with ``-v``, the reason of each
+    run and why a warm worker was not used). Helpers that make their own dict of the
+    statuses pass ``out`` on: ``BuildStatuses(out, {...})``."""
+
+    def __init__(self, out: str, statuses: dict[str, str] | None = None) -> None:
+        super().__init__(statuses or {})
+        self.out = out
+
+
+def pytest_assertrepr_compare(config: pytest.Config, op: str, left: object, right: object):
+    built = [s for s in (left, right) if isinstance(s, BuildStatuses)]
+    if op != "==" or not built or not isinstance(left, dict) or not isinstance(right, dict):
+        return None
+    lines = [f"{left!r} == {right!r}"]
+    for name in sorted(set(left) | set(right)):
+        if left.get(name) != right.get(name):
+            lines.append(f"  {name}: {left.get(name)!r} != {right.get(name)!r}")
+    lines.append("the build's output:")
+    lines.extend(f"  {line}" for line in built[0].out.splitlines())
+    return lines

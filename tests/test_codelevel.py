@@ -71,7 +71,7 @@ def kinds(proj: Path, rel: str = "pkg/a.py") -> set[str]:
 
 
 def built(proj: Path, *args: str) -> dict[str, str]:
-    code, out, st = build_statuses(proj, "--pytest", *args)
+    code, out, st = build_statuses(proj, "--pytest", "-v", *args)
     assert code in (0, 1), out
     return st
 

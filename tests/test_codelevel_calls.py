@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import build_statuses, needs_code_noting, write_tree
+from conftest import BuildStatuses, build_statuses, needs_code_noting, write_tree
 
 READERS = """
 import inspect
@@ -153,9 +153,10 @@ WARNED = """
 
 
 def statuses(proj: Path) -> dict[str, str]:
-    code, out, st = build_statuses(proj, "--pytest")
+    code, out, st = build_statuses(proj, "--pytest", "-v")
     assert code in (0, 1), out
-    return {name.rsplit("/", 1)[-1][len("test_") : -len(".py")]: s for name, s in st.items()}
+    short = {name.rsplit("/", 1)[-1][len("test_") : -len(".py")]: s for name, s in st.items()}
+    return BuildStatuses(out, short)
 
 
 def project(tmp_path: Path, modules: dict[str, tuple[str, str]]) -> Path:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import build_statuses, write_tree
+from conftest import BuildStatuses, build_statuses, write_tree
 
 LIBRARY = """
 import sys
@@ -54,9 +54,10 @@ MODULES = {
 
 
 def statuses(proj: Path) -> dict[str, str]:
-    code, out, st = build_statuses(proj, "--pytest")
+    code, out, st = build_statuses(proj, "--pytest", "-v")
     assert code in (0, 1), out
-    return {name.rsplit("/", 1)[-1][len("test_") : -len(".py")]: s for name, s in st.items()}
+    short = {name.rsplit("/", 1)[-1][len("test_") : -len(".py")]: s for name, s in st.items()}
+    return BuildStatuses(out, short)
 
 
 def test_a_default_edited_re_runs_every_reader_of_it(tmp_path):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import build_statuses, write_tree
+from conftest import BuildStatuses, build_statuses, write_tree
 
 READERS = """
 import sys
@@ -87,9 +87,10 @@ WARNED = """
 
 
 def statuses(proj: Path) -> dict[str, str]:
-    code, out, st = build_statuses(proj, "--pytest")
+    code, out, st = build_statuses(proj, "--pytest", "-v")
     assert code in (0, 1), out
-    return {name.rsplit("/", 1)[-1][len("test_") : -len(".py")]: s for name, s in st.items()}
+    short = {name.rsplit("/", 1)[-1][len("test_") : -len(".py")]: s for name, s in st.items()}
+    return BuildStatuses(out, short)
 
 
 def test_a_line_added_above_code_run_by_a_quiet_looking_line_re_runs_its_reader(tmp_path):

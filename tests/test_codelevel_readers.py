@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import build_statuses, needs_code_noting, write_tree
+from conftest import BuildStatuses, build_statuses, needs_code_noting, write_tree
 
 #: Modules whose class statement's line some code reads while the class is made, each
 #: read by ``tests/test_<module>.py``, which asserts the line it saw (3).
@@ -132,9 +132,10 @@ def reader_files(readers: dict[str, tuple[str, str]]) -> dict[str, str]:
 
 
 def statuses(proj: Path) -> dict[str, str]:
-    code, out, st = build_statuses(proj, "--pytest")
+    code, out, st = build_statuses(proj, "--pytest", "-v")
     assert code in (0, 1), out
-    return {name.rsplit("/", 1)[-1][len("test_") : -len(".py")]: s for name, s in st.items()}
+    short = {name.rsplit("/", 1)[-1][len("test_") : -len(".py")]: s for name, s in st.items()}
+    return BuildStatuses(out, short)
 
 
 #: The same, imported by the root conftest: their module bodies run in the worker, which

@@ -106,7 +106,7 @@ def test_a_verbose_mkdir_p_says_what_it_made_and_runs_again(tmp_path):
     assert "appeared" in out, out
 
 
-def test_pytest_benchmarks_folder_replays_where_it_is_left(tmp_path):
+def test_pytest_benchmarks_folder_replays_where_it_is_left(tmp_path, host_pytest_plugins):
     """pytest-benchmark (installed with the tests) makes ``.benchmarks`` in every pytest
     run, ``mkdir(parents=True)`` with its error dropped: a plain pytest target replays at
     its second build (``memotest_walk``'s ``pytest_configure``)."""

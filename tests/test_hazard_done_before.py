@@ -143,7 +143,9 @@ GIVEN = (
 )
 
 
-def test_a_hypothesis_cache_written_before_the_next_file_started_is_no_hazard(tmp_path):
+def test_a_hypothesis_cache_written_before_the_next_file_started_is_no_hazard(
+    tmp_path, host_pytest_plugins
+):
     pytest.importorskip("hypothesis")
     root = write_tree(
         tmp_path / "proj",

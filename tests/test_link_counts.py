@@ -25,7 +25,7 @@ def project(root: Path, script: str) -> Path:
 
 
 def statuses(root: Path) -> dict[str, str]:
-    _code, out, st = build_statuses(root)
+    _code, out, st = build_statuses(root, "-v")
     assert st, out
     return st
 

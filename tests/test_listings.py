@@ -34,7 +34,7 @@ def project(tmp_path: Path, test_a: str, extra: dict[str, str] | None = None) ->
 
 
 def built(proj: Path, *args: str) -> dict[str, str]:
-    code, out, st = build_statuses(proj, "--pytest", *args)
+    code, out, st = build_statuses(proj, "--pytest", "-v", *args)
     assert code in (0, 1), out
     return st
 

@@ -30,7 +30,7 @@ def project(root: Path, targets: dict[str, str], files: dict[str, str]) -> Path:
 
 
 def statuses(root: Path) -> dict[str, str]:
-    _code, out, st = build_statuses(root)
+    _code, out, st = build_statuses(root, "-v")
     assert st, out
     return st
 

@@ -16,7 +16,7 @@ HOUR = 3_600 * 10**9
 
 
 def statuses(root: Path) -> dict[str, str]:
-    _code, out, st = build_statuses(root)
+    _code, out, st = build_statuses(root, "-v")
     assert st, out
     return st
 

@@ -22,7 +22,7 @@ PY = sys.executable
 
 
 def statuses(root: Path) -> dict[str, str]:
-    _code, out, st = build_statuses(root)
+    _code, out, st = build_statuses(root, "-v")
     assert st, out
     return st
 

@@ -28,19 +28,20 @@ addopts = "-q"
 """
 
 
-def project(tmp_path: Path, test_a: str) -> Path:
+def project(tmp_path: Path, test_a: str, extra: dict[str, str] | None = None) -> Path:
     return write_tree(
         tmp_path / "proj",
         {
             "pyproject.toml": PYPROJECT,
             "tests/test_a.py": textwrap.dedent(test_a),
             "tests/test_b.py": "def test_b():\n    pass\n",
+            **{rel: textwrap.dedent(text) for rel, text in (extra or {}).items()},
         },
     )
 
 
 def built(proj: Path, *args: str) -> dict[str, str]:
-    code, out, st = build_statuses(proj, "--pytest", *args)
+    code, out, st = build_statuses(proj, "--pytest", "-v", *args)
     assert code in (0, 1), out
     return st
 
@@ -63,58 +64,51 @@ def edit(proj: Path, old: str, new: str, rel: str = "pyproject.toml") -> None:
 PASSES = "def test_a():\n    pass\n"
 
 
+#: Tests that read ``pyproject.toml`` otherwise than pytest does: each holds all of it.
+READERS = {
+    # The test reads it itself.
+    "tests/test_reads.py": """
+        def test_reads():
+            with open("pyproject.toml") as f:
+                assert 'version = "1.0"' in f.read()
+    """,
+    # Another process reads it.
+    "tests/test_cat.py": """
+        import subprocess
+
+        def test_cat():
+            out = subprocess.run(["cat", "pyproject.toml"], capture_output=True).stdout
+            assert b'"1.0"' in out
+    """,
+}
+
+
 def test_only_the_pytest_table_of_pyproject_counts(tmp_path):
-    proj = project(tmp_path, PASSES)
-    assert built(proj) == {A: "passed", B: "passed"}
+    """Held by its ``[tool.pytest]`` table where only pytest read it; whole where the test
+    itself or another process read it (one project: each its own target); a pyproject
+    that no longer parses runs them again."""
+    proj = project(tmp_path, PASSES, READERS)
+    reads, cat = "pytest:tests/test_reads.py", "pytest:tests/test_cat.py"
+    assert built(proj) == {A: "passed", B: "passed", reads: "passed", cat: "passed"}
     assert kind(proj, A) == "section"
+    assert kind(proj, B) == "section"
+    assert kind(proj, reads) == "file"
+    assert kind(proj, cat) == "file"
     edit(proj, 'version = "1.0"', 'version = "1.1"')
     (proj / "pyproject.toml").write_text(
         (proj / "pyproject.toml").read_text() + "\n[tool.ruff]\nline-length = 90\n"
     )
-    assert built(proj) == {A: "cached", B: "cached"}
+    assert built(proj) == {A: "cached", B: "cached", reads: "failed", cat: "failed"}
     edit(proj, 'addopts = "-q"', 'addopts = "-q -p no:doctest"')
     explain = memotest("explain", A, cwd=proj).stdout.decode()
     assert "pyproject.toml: its [tool.pytest] table changed" in explain, explain
-    assert built(proj) == {A: "passed", B: "passed"}
-
-
-def test_a_pyproject_that_no_longer_parses_runs_the_tests_again(tmp_path):
-    proj = project(tmp_path, PASSES)
-    built(proj)
+    assert built(proj) == {A: "passed", B: "passed", reads: "failed", cat: "failed"}
+    # A pyproject that no longer parses runs the tests again.
     edit(proj, "[project]", "[project")  # invalid TOML: pytest stops with a usage error
     explain = memotest("explain", A, cwd=proj).stdout.decode()
     assert "no longer parses as TOML" in explain, explain
     code, out, _ = build_statuses(proj, "--pytest")
     assert code != 0, out
-
-
-def test_a_test_that_reads_pyproject_itself_depends_on_all_of_it(tmp_path):
-    test_a = """
-        def test_a():
-            with open("pyproject.toml") as f:
-                assert 'version = "1.0"' in f.read()
-    """
-    proj = project(tmp_path, test_a)
-    assert built(proj) == {A: "passed", B: "passed"}
-    assert kind(proj, A) == "file"
-    assert kind(proj, B) == "section"
-    edit(proj, 'version = "1.0"', 'version = "1.1"')
-    assert built(proj) == {A: "failed", B: "cached"}
-
-
-def test_a_pyproject_another_process_reads_is_whole(tmp_path):
-    test_a = """
-        import subprocess
-
-        def test_a():
-            out = subprocess.run(["cat", "pyproject.toml"], capture_output=True).stdout
-            assert b'"1.0"' in out
-    """
-    proj = project(tmp_path, test_a)
-    built(proj)
-    assert kind(proj, A) == "file"
-    edit(proj, 'version = "1.0"', 'version = "1.1"')
-    assert built(proj) == {A: "failed", B: "cached"}
 
 
 def test_the_digest_of_the_table():

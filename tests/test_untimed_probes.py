@@ -112,7 +112,7 @@ def statuses(root: Path, how: str, only: str = "") -> dict[str, str]:
     args = HOW[how][1]
     if only:  # a warm run's target is named by its file, after --pytest
         args = ("--pytest", only.split(":", 1)[1]) if how == "warm" else (only,)
-    _code, out, got = build_statuses(root, *args, env=env())
+    _code, out, got = build_statuses(root, *args, "-v", env=env())
     assert got, out
     return got
 

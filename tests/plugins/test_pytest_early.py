@@ -91,7 +91,7 @@ def collection_variants(proj: Path, env: dict) -> str:
 
 
 def test_the_benchmarks_folder_the_collection_made_replays_a_file_there_does_not(
-    tmp_path: Path,
+    tmp_path: Path, host_pytest_plugins: None
 ) -> None:
     # pytest-benchmark makes .benchmarks/ when pytest is configured, in the first build's
     # collection itself; the second build replays that collection (no pytest starts).

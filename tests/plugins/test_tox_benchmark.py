@@ -68,7 +68,7 @@ def project(tmp_path):
 
 
 def test_pytest_benchmark_env_settles_replays_a_checkout_and_reruns_a_readme_by_content(
-    tmp_path,
+    tmp_path, host_pytest_plugins
 ):
     root, counter = project(tmp_path)
     code, out = tox(root, "-e", "py")
