@@ -23,6 +23,13 @@ from cpu_record import register as register_cpu_recorder
 # docs/limits.md), which the warm tests would read as a failure. The cases about bytecode
 # written set their own environment (test_codelevel_seen's `.pyc` case, test_exclusive_creates).
 os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+# The suite's own processes too, from here on: a module imported later, in a test or in a
+# build forked from this process (forked_cli.py), under pytest's assertion rewriting (the
+# plugin's `narrow.py`), wrote its `.pyc` mid-suite in a fresh clone. A worker of another
+# test's build that read that folder while it started was refused (CI, twice: a 3.12 core
+# test, test_preload's shadows test), and its runs went fresh.
+if os.environ["PYTHONDONTWRITEBYTECODE"]:
+    sys.dont_write_bytecode = True
 
 HERE = Path(__file__).resolve().parent
 PROGRAMS = HERE / "shim_programs"
