@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -249,3 +250,24 @@ def pytest_assertrepr_compare(config: pytest.Config, op: str, left: object, righ
     lines.append("the build's output:")
     lines.extend(f"  {line}" for line in built[0].out.splitlines())
     return lines
+
+
+def outside(marker: Path, go: Path, act, done: threading.Event) -> None:
+    """A process outside the build (a thread of the test, which no tracer sees): waits until
+    the run says it started (``marker``), does ``act``, then lets the run go on (a line
+    written to the fifo ``go``, once the run opened it: never, if it was replayed)."""
+    while not marker.exists() and not done.is_set():
+        time.sleep(0.005)
+    try:
+        if act is not None and not done.is_set():
+            act()
+    finally:
+        while not done.is_set():
+            try:
+                fd = os.open(go, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # ENXIO: no reader yet
+                time.sleep(0.005)
+                continue
+            os.write(fd, b"\n")
+            os.close(fd)
+            break

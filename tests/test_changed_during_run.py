@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import outside
 
 from memotest.memo import MemoResult, run_memoized
 from memotest.model import Target
@@ -98,25 +99,7 @@ def run_with_change(tmp_path: Path, target: Target, act: Callable[[], None] | No
     done = threading.Event()
     marker.unlink(missing_ok=True)
 
-    def outside() -> None:
-        while not marker.exists() and not done.is_set():
-            time.sleep(0.002)
-        try:
-            if act is not None and not done.is_set():
-                act()
-        finally:
-            # Lets the target's read return, once it opened the pipe (never, if replayed).
-            while not done.is_set():
-                try:
-                    fd = os.open(go, os.O_WRONLY | os.O_NONBLOCK)
-                except OSError:  # ENXIO: no reader yet
-                    time.sleep(0.002)
-                    continue
-                os.write(fd, b"\n")
-                os.close(fd)
-                break
-
-    helper = threading.Thread(target=outside)
+    helper = threading.Thread(target=outside, args=(marker, go, act, done))
     helper.start()
     try:
         return run_memoized(target, root=tmp_path / "tree")

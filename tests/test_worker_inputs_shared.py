@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import build_statuses, write_tree
+from conftest import build_statuses, outside, write_tree
 
 SITE = "import builtins, os\nbuiltins.SITE_VALUE = {value}\n"
 # An absence the worker looked at (a stat that failed), that a run cannot see again.
@@ -42,25 +42,6 @@ def test_site():
     {own}
     assert SITE_VALUE == 1
 """
-
-
-def outside(marker: Path, go: Path, act, done: threading.Event) -> None:
-    """Waits until the run says it started, does ``act``, then lets the run go on."""
-    while not marker.exists() and not done.is_set():
-        time.sleep(0.005)
-    try:
-        if act is not None and not done.is_set():
-            act()
-    finally:
-        while not done.is_set():
-            try:
-                fd = os.open(go, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError:  # ENXIO: no reader yet
-                time.sleep(0.005)
-                continue
-            os.write(fd, b"\n")
-            os.close(fd)
-            break
 
 
 CASES = {
