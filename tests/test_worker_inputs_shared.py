@@ -57,6 +57,20 @@ CASES = {
 }
 
 
+def built_while(proj: Path, env: dict, marker: Path, go: Path, act) -> tuple[str, dict]:
+    """A ``-j1 --pytest`` build of ``proj`` while ``outside`` (conftest) does ``act`` once
+    the run says it started, then lets it go on: the build's output and statuses."""
+    done = threading.Event()
+    helper = threading.Thread(target=outside, args=(marker, go, act, done))
+    helper.start()
+    try:
+        _, out, st = build_statuses(proj, "-v", "-j", "1", "--pytest", env=env)
+    finally:
+        done.set()
+        helper.join(timeout=30)
+    return out, st
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_path_only_the_worker_observed_changed_during_a_run_reruns_it(
     tmp_path: Path, case: str
@@ -83,26 +97,12 @@ def test_a_path_only_the_worker_observed_changed_during_a_run_reruns_it(
         elif changed is not None:
             (site / changed).write_text(SITE.format(value=0))
 
-    done = threading.Event()
-    helper = threading.Thread(target=outside, args=(marker, go, act, done))
-    helper.start()
-    try:
-        _, out, st = build_statuses(proj, "-v", "-j", "1", "--pytest", env=env)
-    finally:
-        done.set()
-        helper.join(timeout=30)
+    out, st = built_while(proj, env, marker, go, act)
     assert st.get("pytest:tests/test_b.py") == "passed", out  # the worker's value: 1
     if own:
         (site / "sitecustomize.py").write_text(sitecustomize)  # as it was
     # The run again (it must be one) is let go on at once.
-    done = threading.Event()
-    helper = threading.Thread(target=outside, args=(marker, go, None, done))
-    helper.start()
-    try:
-        _, out2, st = build_statuses(proj, "-v", "-j", "1", "--pytest", env=env)
-    finally:
-        done.set()
-        helper.join(timeout=30)
+    out2, st = built_while(proj, env, marker, go, None)
     # It must run again, and now sees the site as it is (no longer what the run had).
     assert st.get("pytest:tests/test_b.py") == "failed", f"{out}\n---\n{out2}"
     if not own:
