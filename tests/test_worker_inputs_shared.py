@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 from conftest import build_statuses, outside, write_tree
 
+from memotest.world.fingerprint import RACY_WINDOW_NS
+
 SITE = "import builtins, os\nbuiltins.SITE_VALUE = {value}\n"
 # An absence the worker looked at (a stat that failed), that a run cannot see again.
 SITE_FLAG = (
@@ -77,6 +79,9 @@ def test_a_path_only_the_worker_observed_changed_during_a_run_reruns_it(
 ) -> None:
     sitecustomize, changed, own = CASES[case]
     site = write_tree(tmp_path / "site", {"sitecustomize.py": sitecustomize})
+    # Older than the racy window (its ctime too, which no utime sets back): only then do
+    # the worker's runs share its fingerprint (recording/shared.py), which this attacks.
+    time.sleep(RACY_WINDOW_NS / 1e9 + 0.2)
     sync = tmp_path / "sync"
     sync.mkdir()
     marker, go = sync / "started", sync / "go"
