@@ -91,7 +91,7 @@ def names(blob: dict, label: str, rel: str, proj: Path) -> set[str]:
 
 def test_each_test_is_mapped_to_the_code_it_and_its_fixtures_ran(tmp_path):
     proj = project(tmp_path)
-    code, out, st = build_statuses(proj, "--pytest")
+    code, out, st = build_statuses(proj, "--pytest", "--select", "tests")
     assert code == 0 and st[T] == "passed", out
     blob = parts(proj)
     tests = [f"t:tests/test_x.py::test_{i}" for i in range(1, 5)]
@@ -110,6 +110,23 @@ def test_each_test_is_mapped_to_the_code_it_and_its_fixtures_ran(tmp_path):
     assert "<module>" in {k.rsplit("#", 1)[0] for k in blob["global"][str(proj / helpers)]}
     assert not blob["unmapped"]
     assert str(proj / "tests/test_x.py") in blob["trees"]
+
+
+def test_a_build_that_selects_no_tests_maps_none(tmp_path):
+    """Only a build that may select tests has its runs label each test's code (each code
+    object noted again in every test costs the run; on Python 3.12+ events restarted per
+    test). A later ``--select tests`` runs a stale file whole once, then selects."""
+    proj = project(tmp_path)
+    code, out, st = build_statuses(proj, "--pytest")
+    assert code == 0 and st[T] == "passed", out
+    with Store.open(proj, lock=False) as store:
+        assert store.records([T])[T].parts is None, out
+    edit(proj, "pkg/helpers.py", 'resource["value"] += 1', 'resource["value"] += 2 - 1')
+    out, status, tests = build(proj, *SELECT)
+    assert status == "passed" and ran(tests) == ["test_1", "test_2", "test_3", "test_4"], out
+    edit(proj, "pkg/helpers.py", 'resource["value"] += 2 - 1', 'resource["value"] += 10 - 9')
+    out, status, tests = build(proj, *SELECT)
+    assert status == "passed" and ran(tests) == ["test_3", "test_4"], out
 
 
 # -- selection (memotest/check/select.py): --select tests ----------------------------------------

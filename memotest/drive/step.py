@@ -119,6 +119,7 @@ class Step:
         #: have changed (:mod:`memotest.check.select`); per target about to run so, which.
         choice = getattr(config.options, "select", None) or settings.select
         self.select_tests = code_level and choice == "tests"
+        runner.phases = self.select_tests  # only a build that may select tests maps them
         self.selections: dict[str, Selection] = {}
         #: Per target about to run: the files its last run rewrote, as they were before.
         self.before: dict[str, dict[str, Before]] = {}

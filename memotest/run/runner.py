@@ -66,6 +66,10 @@ class Runner:
         #: (``tracer/warm/``); None: every target starts as a fresh process (``--no-warm``).
         #: Whoever made the pool closes it.
         self.pool = pool
+        #: Whether forked runs label their parts' code (``--select tests`` reads it; the
+        #: build sets it: ``memotest/drive/step.py``). Off, a run notes each code object
+        #: once instead of again in every test.
+        self.phases = False
         self._running: set[TracedRun] = set()
         self._lock = threading.Lock()
         #: How many commands this runner has launched: a build waits for the ones it
@@ -135,7 +139,11 @@ class Runner:
             trace_root=self.work_root,
             # the worker takes the run only while it is a worker of ``spec`` (a worker
             # whose runs all ended may become one that prepares its runs: ``promote``)
-            launcher=functools.partial(worker.spawn, spec=spec) if worker is not None else None,
+            launcher=(
+                functools.partial(worker.spawn, spec=spec, phases=self.phases)
+                if worker is not None
+                else None
+            ),
         )
         with traced:
             try:

@@ -13,7 +13,7 @@ import os
 import sys
 
 from . import extensions
-from .code_watch import EXECUTED, code_report, watch_code
+from .code_watch import EXECUTED, PHASING, code_report, watch_code
 from .listings import FILL, absolute, listing_report, watch_forks
 from .phases import phase_report
 from .preload import imported_report
@@ -129,7 +129,8 @@ def become(job, retarget, memfd, preloaded, had, where, executed, runner=None):
         def at_exit():
             if executed is not None:
                 report["code"] = code_report(executed, had, where)
-                report["phases"] = phase_report(where)
+                if PHASING:
+                    report["phases"] = phase_report(where)
             if listings:
                 report["listings"] = listing_report(absolute(job["cwd"]), where)
                 report["sections"] = section_report()
@@ -140,7 +141,9 @@ def become(job, retarget, memfd, preloaded, had, where, executed, runner=None):
         watch_code()
         executed.start()
         EXECUTED.append(executed)
-        executed.phase()  # from now on, each phase's code too (code_watch.phase)
+        if job.get("phases"):  # the build may select tests: each phase's code too
+            PHASING.append(True)
+            executed.phase()
     main = getattr(runpy, "_run_module_as_main", None)
     try:
         if runner is not None:

@@ -39,6 +39,10 @@ EXECUTED = []  # the extension, while it notes the run's code
 PHASES = {}
 CURRENT = [""]
 USES = {}
+#: Non-empty when the run labels its phases: only when the build may select tests
+#: (``job["phases"]``, ``--select tests``); otherwise :func:`phase` and :func:`uses` do
+#: nothing, and the code the run executes is noted once, not again in each phase.
+PHASING = []
 #: label -> the code objects whose ``__code__`` was read while it was current (counted
 #: as run; kept apart so that the global part can tell them from code that ran).
 PEEKED = {}
@@ -138,8 +142,8 @@ def phase(label):
     around each test and each fixture (``memotest_pytest/attribute.py``): the code of a
     phase is what that part of the run executed. The label ``""`` (the start) holds
     what ran outside every labelled phase (imports, collection, the end). None when the
-    run does not note its code."""
-    if not EXECUTED:
+    run does not note its code or labels no phases (:data:`PHASING`)."""
+    if not EXECUTED or not PHASING:
         return None
     before = CURRENT[0]
     try:
@@ -161,6 +165,8 @@ def phase(label):
 def uses(label, others):
     """The code of the phases ``others`` counts as ``label``'s too (a test's fixtures,
     whichever test's setup ran them)."""
+    if not PHASING:
+        return
     USES.setdefault(label, set()).update(others)
 
 

@@ -276,11 +276,14 @@ class Worker:
         env: dict[str, str],
         stdout: IO[bytes],
         spec: WarmSpec | None = None,
+        phases: bool = False,
         **_: object,
     ) -> RemoteProcess:
         """Forks a run of ``argv`` (``PYTHON -m MODULE ARGS``); the Popen of a TracedRun.
-        Raises :class:`WarmUnavailable` when the worker cannot take it (or is no longer a
-        worker of ``spec``: :meth:`promote`)."""
+        ``phases``: the run also reports the code each of its labelled parts executed
+        (``memotest/recording/parts.py``, what ``--select tests`` reads). Raises
+        :class:`WarmUnavailable` when the worker cannot take it (or is no longer a worker
+        of ``spec``: :meth:`promote`)."""
         proc = self.run.proc
         if not self.usable or proc is None or proc.stdin is None:
             raise WarmUnavailable(self.why or "the worker is not ready")
@@ -308,6 +311,7 @@ class Worker:
                 "log": stdout.name,
                 "code": self.code_level and json.dumps(argv[3:]) not in self.whole,
                 "listings": self.code_level,
+                "phases": phases,
             }
             try:
                 proc.stdin.write((json.dumps(job) + "\n").encode())
