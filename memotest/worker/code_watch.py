@@ -39,9 +39,8 @@ EXECUTED = []  # the extension, while it notes the run's code
 PHASES = {}
 CURRENT = [""]
 USES = {}
-#: Non-empty when the run labels its phases: only when the build may select tests
-#: (``job["phases"]``, ``--select tests``); otherwise :func:`phase` and :func:`uses` do
-#: nothing, and the code the run executes is noted once, not again in each phase.
+#: Non-empty when the run labels its phases and who read its files (``OPENERS``): only
+#: in a build that may select tests (``job["phases"]``). Else the code is noted once.
 PHASING = []
 #: label -> the code objects whose ``__code__`` was read while it was current (counted
 #: as run; kept apart so that the global part can tell them from code that ran).
@@ -89,8 +88,7 @@ STDLIB = [os.path.join(os.path.dirname(os.__file__), "")]
 INSTALLED = ("site-packages/", "dist-packages/")
 
 
-def in_stdlib(name):
-    """Whether the code file ``name`` is the standard library's."""
+def in_stdlib(name):  # the code file ``name`` is the standard library's
     return name.startswith(STDLIB[0]) and not name[len(STDLIB[0]) :].startswith(INSTALLED)
 
 
@@ -115,7 +113,7 @@ def caller(frame):
 
 def note(path, by="?"):
     """A ``.py`` file the run looked at other than through an import (``by``: the file
-    of the code that did): it stays whole."""
+    of the code that did, ``?`` when not looked for): it stays whole."""
     if isinstance(path, bytes):
         path = os.fsdecode(path)
     if isinstance(path, str) and path.endswith(".pyc"):
@@ -187,7 +185,7 @@ def on_open(args, frame):
         and top.f_code is GET_DATA[2]
     ):
         return  # the import system reading a module's source
-    note(args[0], caller(frame))
+    note(args[0], caller(frame) if PHASING else "?")
 
 
 #: The names :func:`note` keeps: a source file, or its cached bytecode.
@@ -203,10 +201,10 @@ def noting(real):
     def stat(path, *args, **kwargs):
         if isinstance(path, (str, bytes, os.PathLike)):
             name = os.fspath(path)
-            # what :func:`note` takes (its caller is looked for only then: a walk up
-            # the stack, for each of the thousands of stats a run makes)
+            # what :func:`note` takes (its caller, a walk up the stack, is looked for
+            # only then, and only for the map of each test's code: ``PHASING``)
             if name.endswith(NOTED if isinstance(name, str) else NOTED_BYTES):
-                note(name, "os.stat:" + caller(sys._getframe(1)))
+                note(name, "os.stat:" + caller(sys._getframe(1)) if PHASING else "?")
         return real(path, *args, **kwargs)
 
     stat.__name__ = stat.__qualname__ = real.__name__
@@ -242,11 +240,9 @@ INSTALLED_PARTS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" +
 
 def project_file(path, where):
     """Whether the code file ``path`` is one of the project's ``.py`` files: any source
-    file outside the interpreter's own folders (``where``) and outside every folder of
-    installed distributions. Neither the run's folder (pytest's rootdir, ``tests/`` when
-    the configuration is there) nor the repository bounds it: noting a file by the code
-    that ran is as sound for a library beside the rootdir, or a checkout on
-    ``PYTHONPATH``, as for the files under the run's folder."""
+    file outside the interpreter's own folders (``where``) and those of installed
+    distributions, not only under the run's folder or the repository (noting by the code
+    that ran is as sound for a checkout on ``PYTHONPATH``)."""
     return (
         isinstance(path, str)
         and path.endswith(".py")
