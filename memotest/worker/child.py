@@ -139,6 +139,8 @@ def become(job, retarget, memfd, preloaded, had, where, executed, runner=None):
         atexit.register(at_exit)
     if executed is not None:
         watch_code()
+        if hasattr(executed, "restarts"):  # sys.monitoring: see Monitored.restarts
+            executed.restarts = bool(job.get("phases"))
         executed.start()
         EXECUTED.append(executed)
         if job.get("phases"):  # the build may select tests: each phase's code too

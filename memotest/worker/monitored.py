@@ -33,6 +33,12 @@ class Monitored:
         self.phasing = False
         self.tool = None
         self.events = 0
+        #: Whether :meth:`start` has the code this process ran before (a worker's, whose
+        #: noting returned ``DISABLE`` for it) noted again when it runs again. A run that
+        #: labels no phases leaves it off: what the worker's noting saw ran while it
+        #: prepared, and counts as every run's (``prepared_code.py``); restarting the
+        #: events has every code object the run executes instrumented again.
+        self.restarts = True
 
     def start(self):
         monitoring = sys.monitoring
@@ -64,9 +70,8 @@ class Monitored:
         monitoring.register_callback(self.tool, monitoring.events.PY_START, noted)
         monitoring.register_callback(self.tool, monitoring.events.PY_RESUME, noted)
         monitoring.set_events(self.tool, self.events)
-        # Code this process ran before (a worker's, whose noting returned ``DISABLE``
-        # for it, inherited across the fork) is noted again when it runs again.
-        monitoring.restart_events()
+        if self.restarts:  # what ran before is noted again when it runs again
+            monitoring.restart_events()
 
     def phase(self):
         """The code objects noted since the last call (all noted from now on when first
