@@ -227,3 +227,42 @@ def test_the_walk_folder_s_sitecustomize_runs_the_next_one(tmp_path):
     direct = run_python("-c", "print('ran')", path=[real])
     assert proc.stdout == "ran\n" and "broken site" in proc.stderr, proc
     assert proc.stderr == direct.stderr, (proc, direct)
+
+
+MAKERS = """
+[settings]
+pass_env = ["PATH", "HOME", "LANG", "PYTHON*"]
+
+[targets.a]
+command = "python -m pytest -q -p no:cacheprovider tests/test_a.py"
+
+[targets.b]
+command = "python -m pytest -q -p no:cacheprovider tests/test_b.py"
+"""
+#: Each leaves a folder of its own at the root (an output, a report, a build).
+MAKE = """
+import os
+
+def test_make():
+    os.makedirs("out_{0}", exist_ok=True)
+    with open("out_{0}/result.txt", "w") as f:
+        f.write("{0}")
+"""
+
+
+def test_targets_that_make_folders_at_the_root_are_no_hazards_of_each_other(tmp_path):
+    """Before, each held the root by every importable name: run side by side, each saw
+    the other's folder appear (a hazard: both ran again, alone, in an order)."""
+    root = write_tree(
+        tmp_path / "proj",
+        {
+            "memotest.toml": MAKERS,
+            "pytest.ini": "[pytest]\n",
+            "tests/test_a.py": MAKE.format("a"),
+            "tests/test_b.py": MAKE.format("b"),
+        },
+    )
+    _, out, got = build(root)
+    assert got == {"a": "passed", "b": "passed"} and "hazard" not in out, out
+    _, out, got = build(root)
+    assert got == {"a": "cached", "b": "cached"}, out
