@@ -216,7 +216,11 @@ def watch_listings(late=False):
     so those folders are also taken to have been asked for every name an import could
     take (:data:`IMPORTABLE`); and every folder of ``sys.path`` to have been listed by
     ``importlib.metadata`` (pytest looks for the plugins' distributions to rewrite their
-    asserts before it imports its ``-p`` plugins)."""
+    asserts before it imports its ``-p`` plugins). Not ``late`` (a worker, started by
+    ``python -c``), the folders of ``sys.path`` but the current one (``''``, put there
+    after ``site``) are held so too when listed already: ``site`` ran the ``.pth`` files'
+    code, whose failed imports (``nt``, ``_winapi``: an editable install's finder imports
+    ``pathlib``) no cache noted."""
     import importlib.machinery
     from importlib import _bootstrap_external as bootstrap
 
@@ -233,6 +237,9 @@ def watch_listings(late=False):
         tail = module.rpartition(".")[2]
         early.update(tail + suffix for suffix in suffixes)
     filled = []
+    at_site = set()  # the folders the .pth files' code may have looked in
+    if "site" in sys.modules:
+        at_site = {absolute(e) for e in sys.path if isinstance(e, str) and e}
     if late:
         for entry in sys.path:
             if isinstance(entry, str):
@@ -241,7 +248,7 @@ def watch_listings(late=False):
         if type(cached) is finder and cached._path_mtime != -1:
             looks = LOOKS.setdefault(absolute(cached.path), set())
             looks.update(early)
-            if late:
+            if late or absolute(cached.path) in at_site:
                 PATTERNS.setdefault(absolute(cached.path), set()).add(IMPORTABLE + suffixed)
             cache = Looked(cached._path_cache)
             cache.looks = looks

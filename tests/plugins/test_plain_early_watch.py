@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import build_statuses, write_tree
+from conftest import build_statuses, start_up_lookups, write_tree
 
 TOML = """
 [settings]
@@ -136,20 +136,6 @@ def test_nothing_seen():
     assert "EARLY_NAME_SEEN" not in os.environ
     assert "STARTUP_SEEN" not in os.environ
 """
-
-
-def start_up_lookups(lib: Path) -> list[str]:
-    """The names this venv's interpreter start-up looks for in a ``PYTHONPATH`` folder and
-    does not find, among those a watch might miss (not imported in the end)."""
-    code = "import sys; print(' '.join(sorted(sys.modules)))"
-    proc = subprocess.run(
-        [sys.executable, "-vv", "-c", code], env=env(PYTHONPATH=str(lib)), capture_output=True
-    )
-    tried = set()
-    for line in proc.stderr.decode().splitlines():
-        if line.startswith(f"# trying {lib}{os.sep}") and line.endswith(".py"):
-            tried.add(line.rsplit(os.sep, 1)[1][: -len(".py")])
-    return sorted(tried - set(proc.stdout.decode().split()) - {"sitecustomize", "usercustomize"})
 
 
 def test_a_name_looked_for_before_memotest_walk_reruns(tmp_path):
