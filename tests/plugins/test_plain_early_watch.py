@@ -27,20 +27,23 @@ pass_env = ["PATH", "HOME", "LANG", "PYTHON*"]
 [targets.probe]
 command = "python -m pytest -q -p no:cacheprovider tests/test_probe.py"
 
+[targets.probe_ns]
+command = "python -m pytest -q -p no:cacheprovider tests/test_probe_ns.py"
+
 [targets.other]
 command = "python -m pytest -q -p no:cacheprovider tests/test_other.py"
 
 [targets.child]
 command = "python -m pytest -q -p no:cacheprovider tests/test_child.py"
 """
-#: Passes while no ``extra_mod`` can be imported.
+#: Passes while no module ``{0}`` can be imported.
 PROBE = """
 def test_no_extra():
     try:
-        import extra_mod
+        import {0}
     except ImportError:
-        extra_mod = None
-    assert extra_mod is None
+        {0} = None
+    assert {0} is None
 """
 OTHER = "def test_other():\n    assert True\n"
 #: A Python the test starts (``python -c``: the current folder first on its ``sys.path``)
@@ -74,36 +77,32 @@ def test_a_failed_import_reruns_a_new_root_folder_no_import_looked_for_replays(t
         {
             "memotest.toml": TOML,
             "pytest.ini": "[pytest]\n",
-            "tests/test_probe.py": PROBE,
+            "tests/test_probe.py": PROBE.format("extra_mod"),
+            "tests/test_probe_ns.py": PROBE.format("extra_ns"),
             "tests/test_other.py": OTHER,
             "tests/test_child.py": CHILD,
         },
     )
     _, out, got = build(root)
-    assert got == {"probe": "passed", "other": "passed", "child": "passed"}, out
-    # What a tox run, a coverage report, a wheel build or a venv leaves at the root: no
-    # import looked for any of them.
+    assert got == dict.fromkeys(["probe", "probe_ns", "other", "child"], "passed"), out
+    # What a tox run, a coverage report, a wheel build or a venv leaves at the root, and
+    # a file with no extension: no import looked for any of them.
     write_tree(root, {"htmlcov/index.html": "<html/>\n", "venv/pyvenv.cfg": "home = /usr\n"})
     for name in ("dist", "build"):
         (root / name).mkdir()
     (root / "VERSION").write_text("1.0\n")
-    (root / "Makefile.local").write_text("all:\n")
+    (root / "Makefile").write_text("all:\n")
     _, out, got = build(root)
-    assert got == {"probe": "cached", "other": "cached", "child": "passed"}, out
-    assert "directory gained entries: Makefile.local, VERSION, build" in out, out
-    # A module the test's failed import now finds first: it re-runs, and fails.
-    (root / "extra_mod.py").write_text("VALUE = 1\n")
+    cached = dict.fromkeys(["probe", "probe_ns", "other"], "cached")
+    assert got == {**cached, "child": "passed"}, out
+    assert "directory gained entries: Makefile, VERSION, build" in out, out
+    # A module the test's failed import now finds first, and a namespace package (a
+    # folder with a module, no __init__.py): each re-runs what looked for it, and fails it.
+    write_tree(root, {"extra_mod.py": "VALUE = 1\n", "extra_ns/part.py": "VALUE = 2\n"})
     code, out, got = build(root)
-    assert code != 0 and got == {"probe": "failed", "other": "cached", "child": "passed"}, out
-    assert "extra_mod" in out, out
-    (root / "extra_mod.py").unlink()  # as in the first run: its record replays
-    _, out, got = build(root)
-    assert got == {"probe": "cached", "other": "cached", "child": "cached"}, out
-    # A namespace package (a folder with a module, no __init__.py): the same.
-    write_tree(root, {"extra_mod/part.py": "VALUE = 2\n"})
-    code, out, got = build(root)
-    assert code != 0 and got == {"probe": "failed", "other": "cached", "child": "passed"}, out
-    assert "extra_mod" in out, out
+    expected = {"probe": "failed", "probe_ns": "failed", "other": "cached", "child": "passed"}
+    assert code != 0 and got == expected, out
+    assert "extra_mod.py" in out and "extra_ns" in out, out
 
 
 #: A plugin of the ini file's ``addopts``: pytest imports it before ``PYTEST_ADDOPTS``'s
