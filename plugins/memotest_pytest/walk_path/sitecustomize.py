@@ -23,8 +23,10 @@ whole). The variable stays in the environment until ``memotest_walk`` takes it o
 Either way, it then runs the next ``sitecustomize`` on ``sys.path`` after this folder
 (a venv's, Debian's ``/usr/lib/python3.X/sitecustomize.py``) as ``sitecustomize``: what
 ``import sitecustomize`` gives later is that module, and an error in it shows as Python
-shows one. Python's ``-S`` (no ``site``), ``-I`` and ``-E`` (no ``PYTHONPATH``) skip this
-file: ``memotest_walk`` then starts the watch late, as ``late=True`` says.
+shows one; with none, the import fails as it would without this module. ``python -S``
+(no ``site``) skips this file: ``memotest_walk`` then starts the watch late, as
+``late=True`` says (``-I`` and ``-E`` drop ``PYTHONPATH``, and ``memotest_walk`` with it:
+memotest loads it into no command with an interpreter option).
 
 Only the standard library, Python 3.8 syntax: it runs in every Python that inherits the
 ``PYTHONPATH`` (the processes the tests start too, for which it only chains).
