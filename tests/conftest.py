@@ -271,3 +271,19 @@ def outside(marker: Path, go: Path, act, done: threading.Event) -> None:
             os.write(fd, b"\n")
             os.close(fd)
             break
+
+
+def start_up_lookups(lib: Path) -> list[str]:
+    """The names this venv's interpreter start-up looks for in a ``PYTHONPATH`` folder and
+    does not find, among those a watch might miss (not imported in the end)."""
+    code = "import sys; print(' '.join(sorted(sys.modules)))"
+    proc = subprocess.run(
+        [sys.executable, "-vv", "-c", code],
+        env={**os.environ, "PYTHONPATH": str(lib)},
+        capture_output=True,
+    )
+    tried = set()
+    for line in proc.stderr.decode().splitlines():
+        if line.startswith(f"# trying {lib}{os.sep}") and line.endswith(".py"):
+            tried.add(line.rsplit(os.sep, 1)[1][: -len(".py")])
+    return sorted(tried - set(proc.stdout.decode().split()) - {"sitecustomize", "usercustomize"})

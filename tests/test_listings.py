@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from conftest import build_statuses, memotest, write_tree
+from conftest import build_statuses, memotest, start_up_lookups, write_tree
 
 from memotest.inputs import entries as entries_kind
 from memotest.model import Kind
@@ -214,3 +214,37 @@ def test_a_globs_pattern_is_kept_as_the_names_it_matches(pattern):
     for name in ["d:x", "i:Xy", "m:.py", "x.py", "Xy", "sub", "d:"]:
         for kind in ("f", "d"):
             assert matches(name, kind) is fnmatch.fnmatchcase(name, pattern), (name, kind)
+
+
+def test_a_name_the_interpreter_start_up_looked_for_in_a_pythonpath_folder_reruns(tmp_path):
+    """A worker's watch starts after ``site`` ran the ``.pth`` files, whose imports can fail
+    (an editable install's finder imports ``pathlib``, whose ``ntpath`` tries ``nt`` and
+    ``_winapi``): a folder of the project on ``PYTHONPATH``, listed by then, is held by
+    every name an import could take. The venv decides which names are tried: with none,
+    only the first half (a new file no import could take replays) runs."""
+    import os
+    import sys
+
+    proj = write_tree(
+        tmp_path / "proj",
+        {
+            "pytest.ini": "[pytest]\n",
+            "lib/README": "a folder of the project on PYTHONPATH\n",
+            "tests/test_a.py": (
+                "import builtins\n\ndef test_a():\n    assert not hasattr(builtins, 'SEEN')\n"
+            ),
+        },
+    )
+    lib = proj / "lib"
+    env = dict(os.environ, PYTHONPATH=str(lib))
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    code, out, st = build_statuses(proj, "--pytest", "tests", "-v", env=env)
+    assert st == {A: "passed"}, out
+    (lib / "NOTES.md").write_text("notes\n")
+    code, out, st = build_statuses(proj, "--pytest", "tests", "-v", env=env)
+    assert st == {A: "cached"}, out
+    missed = start_up_lookups(lib)
+    if missed:
+        (lib / f"{missed[0]}.py").write_text("import builtins\nbuiltins.SEEN = 1\n")
+        code, out, st = build_statuses(proj, "--pytest", "tests", "-v", env=env)
+        assert code != 0 and st == {A: "failed"}, (missed, out)

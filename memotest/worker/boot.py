@@ -12,9 +12,10 @@ follows each ``SOURCE`` and a ``compiled:MAGIC:OPTIMIZE`` argument comes before 
 else each module is compiled from its source as without it. Either way the module's code
 is that of ``compile(SOURCE, PATH)`` (``memotest/tracer/warm/command.py``).
 
-A plain pytest process loads some of the modules the same way (``load_all``, from this
-file's text: ``plugins/memotest_pytest/walk_path/memotest_walk.py``), to watch its
-listings (``listings.py``).
+A plain process loads some of the modules the same way, from this file's text, to watch
+its listings (``listings.py``): :func:`start_watch`, called by the ``sitecustomize.py`` and
+``memotest_walk.py`` of ``plugins/memotest_pytest/walk_path/`` (a plain pytest process)
+and by ``plugins/memotest_rules/launch_path/memotest_py_test.py`` (a ``py_test``).
 
 The interpreter has only ``sys`` and what its start-up imported when this runs; the
 modules' top-level imports are those the watchers need: what is imported before they
@@ -48,6 +49,20 @@ def load_all(modules):
     sys.modules[PACKAGE] = package
     for i in range(0, len(modules), 3):
         load(*modules[i : i + 3])
+
+
+def start_watch(watch):
+    """In a plain process (not a worker): makes the modules of ``watch`` (``watch.json``,
+    ``memotest/tracer/listing_reports.py``), takes the plugins' ones as extensions and
+    starts the listing watch, counting what ran before as ``listings.watch_listings``'s
+    ``late`` says; the package."""
+    load_all(watch["modules"])
+    package = sys.modules[PACKAGE]
+    for name in watch["extensions"]:
+        package.extensions.register(sys.modules[PACKAGE + "." + name])
+    package.listings.watch_listings(late=True)
+    package.listings.watch_forks()
+    return package
 
 
 def compiled_here(tag):

@@ -35,17 +35,19 @@ shim reports under its own pid.
 
 The same watch runs in two kinds of processes: a warm worker (installed before the
 worker imports anything, ``serve.py``; each forked run reports through the worker), and
-the plain pytest process of a tox env or a nox session (installed by ``memotest_walk``,
-``plugins/memotest_pytest/walk_path/``, as pytest imports it; the process reports at
-exit to the folder memotest names, ``memotest/tracer/listing_reports.py``).
+the plain pytest process of a tox env, a nox session or a targets file's ``python -m
+pytest`` (installed at the interpreter's start-up by the ``sitecustomize.py`` of
+``plugins/memotest_pytest/walk_path/``, with ``late``: the ``.pth`` files ran before;
+else by ``memotest_walk`` as pytest imports it; the process reports at exit to the
+folder memotest names, ``memotest/tracer/listing_reports.py``).
 
 What this rests on: that C code in the run's own process (a C extension calling
 ``opendir``) does not list a folder of the project, which the audit hook cannot see;
 that what a plugin says a lister looks for is all it uses of the listing; and that
 nothing lists a folder before the hook is installed but the import system (the
-interpreter's start-up; in a plain pytest process, also pytest's own start-up before it
-imports its ``-p`` plugins, which stats files but lists no folder, and the ``-p`` plugins
-of ``addopts``, imported just before).
+interpreter's start-up; in a plain pytest process whose ``sitecustomize`` did not run,
+also pytest's own start-up before it imports its ``-p`` plugins, which stats files but
+lists no folder, and the ``-p`` plugins of ``addopts``, imported just before).
 """
 
 import os
@@ -208,11 +210,17 @@ def watch_listings(late=False):
     of it. The folders the import system listed before (the interpreter's start-up) are
     taken to have been asked for every module imported so far, and for ``site``'s two.
     ``late``: installed after more than the interpreter's start-up ran (a plain pytest
-    process, whose start-up tried imports that failed: ``org.python.core``, ``msvcrt``),
+    process: at ``sitecustomize``, after the ``.pth`` files, whose imports tried ``nt``
+    and ``_winapi``; or at ``memotest_walk``, after pytest's start-up tried
+    ``org.python.core``, ``msvcrt``),
     so those folders are also taken to have been asked for every name an import could
     take (:data:`IMPORTABLE`); and every folder of ``sys.path`` to have been listed by
     ``importlib.metadata`` (pytest looks for the plugins' distributions to rewrite their
-    asserts before it imports its ``-p`` plugins)."""
+    asserts before it imports its ``-p`` plugins). Not ``late`` (a worker, started by
+    ``python -c``), the folders of ``sys.path`` but the current one (``''``, put there
+    after ``site``) are held so too when listed already: ``site`` ran the ``.pth`` files'
+    code, whose failed imports (``nt``, ``_winapi``: an editable install's finder imports
+    ``pathlib``) no cache noted."""
     import importlib.machinery
     from importlib import _bootstrap_external as bootstrap
 
@@ -229,6 +237,9 @@ def watch_listings(late=False):
         tail = module.rpartition(".")[2]
         early.update(tail + suffix for suffix in suffixes)
     filled = []
+    at_site = set()  # the folders the .pth files' code may have looked in
+    if "site" in sys.modules:
+        at_site = {absolute(e) for e in sys.path if isinstance(e, str) and e}
     if late:
         for entry in sys.path:
             if isinstance(entry, str):
@@ -237,7 +248,7 @@ def watch_listings(late=False):
         if type(cached) is finder and cached._path_mtime != -1:
             looks = LOOKS.setdefault(absolute(cached.path), set())
             looks.update(early)
-            if late:
+            if late or absolute(cached.path) in at_site:
                 PATTERNS.setdefault(absolute(cached.path), set()).add(IMPORTABLE + suffixed)
             cache = Looked(cached._path_cache)
             cache.looks = looks

@@ -9,7 +9,10 @@ clock ticks ran again (issue 25). :func:`memotest_before_target` loads ``memotes
 into it, as the tox and nox adapters do (``walk.py``): it keeps pytest from stat'ing what
 it walks past, and its probes (``is_file``, ``exists``...) are untimed from then on
 (``memotest/worker/untimed.py``). pytest's search for its ini file comes before any plugin
-it loads: that probe is timed still, and the ini file it finds is in the order.
+it loads: that probe is timed still, and the ini file it finds is in the order. Its
+folder's ``sitecustomize.py`` starts the listing watch at the interpreter's start-up, so
+the current folder (first on ``sys.path``) is held by the names imports looked for there:
+a new ``dist/`` or ``build/`` re-runs nothing.
 
 It is loaded through the environment (``PYTEST_ADDOPTS=-p memotest_walk``, the plugin's
 folder on ``PYTHONPATH``), which is not part of the target's key: it changes what pytest

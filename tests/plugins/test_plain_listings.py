@@ -110,9 +110,13 @@ def test_tox_a_leftover_in_the_listed_folder_replays_a_new_module_reruns(tmp_pat
     assert (root / ".benchmarks").is_dir()
     code, out = tox(root, "-e", "py")
     assert code == 0 and "memotest: cached, replayed" in out and count(counter_file) == 1, out
-    # A file no import looks for: nothing re-runs.
+    # A file no import looks for: nothing re-runs; nor folders no import looked for, nor a
+    # file with no extension (the watch starts at the interpreter's start-up, before the
+    # current folder is on sys.path: walk_path/sitecustomize.py).
     # memotest_walk's own part still holds: a file pytest walked past, edited, replays.
     (root / "NOTES.txt").write_text("notes\n")
+    write_tree(root, {"build/lib/x.py": "", "htmlcov/index.html": "", "VERSION": "1\n"})
+    (root / "dist").mkdir()
     (root / "README.md").write_text("# proj\n\nA much longer description.\n")
     code, out = tox(root, "-e", "py")
     assert code == 0 and "memotest: cached, replayed" in out and count(counter_file) == 1, out
@@ -218,6 +222,8 @@ def test_nox_a_leftover_replays_a_new_module_reruns(tmp_path):
     code, out = nox(root, "-s", "tests", env=env)
     assert code == 0 and "up to date" in out and counter(count_file) == 1, out
     (root / "CHANGES.md").write_text("## 1.1\n")
+    write_tree(root, {"build/lib/x.py": "", "VERSION": "1\n"})
+    (root / "dist").mkdir()
     code, out = nox(root, "-s", "tests", env=env)
     assert code == 0 and "up to date" in out and counter(count_file) == 1, out
     write_tree(

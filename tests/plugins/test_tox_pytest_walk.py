@@ -105,4 +105,4 @@ def test_which_commands_get_the_walk_plugin():
     argv, env = narrowed(["pytest", "tests"], {"PYTHONPATH": "/mine", "A": "1"})
     assert argv == ["pytest", "-p", "memotest_walk", "tests"]
     assert env == {"PYTHONPATH": f"/mine:{FOLDER}", "A": "1"}  # the user's entries first
-    assert set(os.listdir(FOLDER)) - {"__pycache__"} == {"memotest_walk.py"}
+    assert set(os.listdir(FOLDER)) - {"__pycache__"} == {"memotest_walk.py", "sitecustomize.py"}

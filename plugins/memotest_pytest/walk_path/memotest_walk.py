@@ -31,13 +31,17 @@ import would now find first does. The watch is ``memotest/worker/listings.py``, 
 worker's own: memotest puts its text (and that of the modules it needs, and of plugins'
 ``listing`` functions) in the run's trace folder and names the report folder in
 ``MEMOTEST_LISTINGS`` (``memotest/tracer/listing_reports.py``); the modules are made as
-the worker makes them (``memotest/worker/boot.py``). It is installed when pytest imports
-this module for ``-p memotest_walk`` (the first ``-p`` of the command line, after those
-of ``addopts`` and ``PYTEST_ADDOPTS``: pytest imports those before the entry-point
-plugins, ``PYTEST_PLUGINS`` and any ``conftest.py``), and only then; what pytest's
-start-up looked for before is counted as ``watch_listings(late=True)`` says. The process
-reports at exit; a process that reports nothing (killed, or the watch could not be
-installed) leaves every folder it listed whole.
+the worker makes them (``memotest/worker/boot.py``). It is started at the interpreter's
+start-up by this folder's ``sitecustomize.py``, before the program puts the current folder
+on ``sys.path``; this module then only adds the report at exit. When that did not run
+(a ``sitecustomize`` of the user's first on ``sys.path``, ``python -S``), it is installed
+when pytest imports this module for ``-p memotest_walk`` (the first ``-p`` of the command
+line, after those of ``addopts`` and ``PYTEST_ADDOPTS``: pytest imports those before the
+entry-point plugins, ``PYTEST_PLUGINS`` and any ``conftest.py``), and only then; what
+pytest's start-up looked for before is counted as ``watch_listings(late=True)`` says.
+Either way the report is written only by a process that imported this module for its
+``-p``; a process that reports nothing (killed, or the watch could not be installed)
+leaves every folder it listed whole.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ import fnmatch
 import os
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -252,31 +257,46 @@ def importing_from_preparse() -> bool:
     return False
 
 
+#: The watch's package (``memotest/worker/boot.py``), and the mark ``sitecustomize`` (this
+#: folder's) sets on it: True once it started the watch at the interpreter's start-up,
+#: False if that failed.
+PACKAGE = "_memotest_worker"
+STARTED = "memotest_started_at_site"
+
+
 def watch_listings() -> None:
-    """Installs memotest's listing watch in this process, and its report at exit."""
+    """Installs memotest's listing watch in this process, and its report at exit; when
+    this folder's ``sitecustomize`` started the watch already, only the report."""
     folder = os.environ.pop(REPORTS, None)  # the processes this one starts do not report
     if not folder or not importing_from_preparse():
         return
-    import json
-
+    package = sys.modules.get(PACKAGE)
     try:
-        with open(os.path.join(folder, "watch.json"), "rb") as f:
-            watch = json.loads(f.read())
-        boot = {"__name__": "_memotest_boot"}
-        exec(compile(watch["boot"][1], watch["boot"][0], "exec", dont_inherit=True), boot)
-        boot["load_all"](watch["modules"])
-        package = sys.modules[boot["PACKAGE"]]
-        package.untimed.install()  # yes-or-no probes from now on: untimed (untimed.py)
-        for name in watch["extensions"]:
-            package.extensions.register(sys.modules[boot["PACKAGE"] + "." + name])
-        listings = package.listings
-        listings.watch_listings(late=True)  # after pytest's start-up
-        listings.watch_forks()
-        if not listings.FILL:
-            return  # this import system cannot be watched: no report, all stays whole
+        if package is not None:
+            if getattr(package, STARTED, None) is not True:
+                return  # the early watch failed half-way: no report, all stays whole
+            package.untimed.install()  # yes-or-no probes from now on: untimed (untimed.py)
+        else:
+            package = _late_watch(folder)
+            if package is None:
+                return  # this import system cannot be watched: no report, all stays whole
     except Exception:
         return
-    listings.report_at_exit(folder, package.interpreter.roots())
+    package.listings.report_at_exit(folder, package.interpreter.roots())
+
+
+def _late_watch(folder: str) -> ModuleType | None:
+    """The watch started now, after pytest's start-up (no ``sitecustomize`` of this folder
+    ran: ``python -S``, or one of the user's came first): the watch's package, or None."""
+    import json
+
+    with open(os.path.join(folder, "watch.json"), "rb") as f:
+        watch = json.loads(f.read())
+    boot = {"__name__": "_memotest_boot"}
+    exec(compile(watch["boot"][1], watch["boot"][0], "exec", dont_inherit=True), boot)
+    package = boot["start_watch"](watch)  # late: after pytest's start-up
+    package.untimed.install()  # yes-or-no probes from now on: untimed (untimed.py)
+    return package if package.listings.FILL else None
 
 
 watch_listings()

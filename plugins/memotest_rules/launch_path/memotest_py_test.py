@@ -32,13 +32,8 @@ def watch_listings() -> None:
             watch = json.loads(f.read())
         boot = {"__name__": "_memotest_boot"}
         exec(compile(watch["boot"][1], watch["boot"][0], "exec", dont_inherit=True), boot)
-        boot["load_all"](watch["modules"])
-        package = sys.modules[boot["PACKAGE"]]
-        for name in watch["extensions"]:
-            package.extensions.register(sys.modules[boot["PACKAGE"] + "." + name])
+        package = boot["start_watch"](watch)  # late: this launcher's start-up came first
         listings = package.listings
-        listings.watch_listings(late=True)  # this launcher's own start-up came first
-        listings.watch_forks()
         if not listings.FILL:
             return  # this import system cannot be watched: no report, all stays whole
     except Exception:
