@@ -81,6 +81,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -698,10 +699,18 @@ def collect(py: str, lane: Path, tests: str, env: dict[str, str]) -> dict:
     return {"files": sorted(files), "errors": data["errors"], "wall": wall, "tests": data["n"]}
 
 
+#: The CPU seconds (user + system) of the last ``timed`` command's process tree: its
+#: descendants that were waited for (``RUSAGE_CHILDREN``); read by benchmarks/replay_git.py.
+last_cpu = 0.0
+
+
 def timed(
     cmd: list[str], cwd: Path, env: dict, timeout: float = RUN_TIMEOUT
 ) -> tuple[float, subprocess.CompletedProcess]:
-    """Runs a measured command (output captured as text, no stdin); its wall time too."""
+    """Runs a measured command (output captured as text, no stdin); its wall time too, and
+    its CPU time in ``last_cpu``."""
+    global last_cpu
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     proc = subprocess.run(
         cmd,
@@ -713,7 +722,10 @@ def timed(
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
-    return time.monotonic() - t0, proc
+    wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    last_cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, proc
 
 
 #: The user's own command: pytest in one process, and pytest-xdist on the two cores. Like
