@@ -260,6 +260,8 @@ def main() -> int:
         if not out.exists():
             ap.error(f"{out}: no results file")
         results = json.loads(out.read_text())
+        for name, p in results["projects"].items():
+            p["summary"] = report.summarize(p["revisions"], replay.PROJECTS[name])
         report.print_tables(results)
         return 1 if report.any_disagreement(results) else 0
     n = args.commits or (3 if args.quick else 20)

@@ -47,16 +47,35 @@ def touched_code(rev: dict, project: replay.Project) -> bool:
     return any(replay.category(f, project) in CODE for f in files)
 
 
-def reason_kind(reason: str | None) -> str:
-    """A re-run's reason without the lane's path, the names and the counts: what kind of
-    input changed (``src/x.py: the body of class C changed`` -> ``the body of class
-    changed``), for counting."""
+def reason_kind(reason: str | None, project: replay.Project | None = None) -> str:
+    """A re-run's first reason without the names and the counts, for counting: the kind
+    of file (replay.category, or the hidden folder it is in, such as ``.hypothesis``) and
+    what changed (``<lane>/src/x.py: the body of class C changed (and 2 more...)`` ->
+    ``package code: the body of class changed``)."""
     text = reason or ""
-    if ": " in text and not text.startswith(("never run", "last run")):
-        text = text.split(": ", 1)[1]
+    where = ""
+    m = re.match(r"(/\S*?/(?:pytest|j1|j2|testmon))(/\S*)?: (.*)", text)
+    if m:
+        rel, text = (m.group(2) or "/").lstrip("/"), m.group(3)
+        hidden = [part for part in rel.split("/") if part.startswith(".")]
+        if hidden:
+            where = hidden[0]
+        elif project is not None:
+            where = replay.category(rel, project) if rel else "the checkout's root"
     text = re.sub(r"\s*\(.*$|\s*\[.*$", "", text)
     text = re.sub(r"\b(class|function|method) \S+", r"\1", text)
-    return re.sub(r"<\w+>", "<code>", text).strip()
+    text = re.sub(r"<\w+>", "<code>", text).strip()
+    return f"{where}: {text}" if where else text
+
+
+def unexplained_reruns(build: dict) -> list[str]:
+    """The reasons of the targets a build re-ran that had passed (a failed target re-runs
+    at every build), the lane's path left out."""
+    return [
+        re.sub(r"/\S*?/(?:j1|j2)/", "", t.get("reason") or "")
+        for t in build.get("targets", {}).values()
+        if t["status"] != "cached" and not (t.get("reason") or "").startswith("last run failed")
+    ]
 
 
 def summarize(revs: list[dict], project: replay.Project | None = None) -> dict:
@@ -90,7 +109,7 @@ def summarize(revs: list[dict], project: replay.Project | None = None) -> dict:
             "targets": sum(r[k].get("total", 0) for r in rest),
             "reasons": dict(
                 Counter(
-                    reason_kind(t.get("reason"))
+                    reason_kind(t.get("reason"), project)
                     for r in rest
                     for t in r[k].get("targets", {}).values()
                     if t["status"] != "cached"
@@ -112,20 +131,12 @@ def summarize(revs: list[dict], project: replay.Project | None = None) -> dict:
         }
         if project is not None:
             s[k]["reruns_without_code_change"] = [
-                {
-                    "commit": r["commit"][:8],
-                    "ran": ran(r[k]),
-                    "files": [f for v in r["diff"].values() for f in v][:10],
-                    "reasons": sorted(
-                        {
-                            t.get("reason") or ""
-                            for t in r[k]["targets"].values()
-                            if t["status"] != "cached"
-                        }
-                    )[:5],
-                }
+                {"commit": r["commit"][:8], "files": [f for v in r["diff"].values() for f in v]}
+                | {"ran": len(spurious), "reasons": sorted(spurious)[:5]}
                 for r in rest
-                if ran(r[k]) and not touched_code(r, project)
+                if not touched_code(r, project)
+                for spurious in [unexplained_reruns(r[k])]
+                if spurious
             ]
     s["testmon_tests_run"] = sum(r["testmon"].get("tests_run", 0) for r in rest)
     s["failing_files_pytest"] = sorted({f for r in revs for f in r["pytest"]["failed"]})
@@ -199,13 +210,19 @@ def print_tables(results: dict) -> None:
                 "by CPU)"
             )
         log(f"testmon ran {s['testmon_tests_run']} tests over the {k} commits")
+        if s["failing_files_pytest"]:
+            log(
+                "failing under one-process pytest at some commit (a failed target re-runs at "
+                f"every build): {', '.join(s['failing_files_pytest'])}"
+            )
         for reason, count in list(s["j2"]["reasons"].items())[:8]:
             log(f"  -j2 re-runs {count:>4}: {reason}")
         for b in BUILDS:
             for d in s[b].get("reruns_without_code_change", []):
                 log(
-                    f"  -{b} re-ran {d['ran']} at {d['commit']}, which changed no package, test or "
-                    f"pytest configuration file ({', '.join(d['files'])}): {d['reasons']}"
+                    f"  -{b} re-ran {d['ran']} passing target(s) at {d['commit']}, which changed "
+                    f"no package, test or pytest configuration file ({', '.join(d['files'][:4])}"
+                    f"{', ...' if len(d['files']) > 4 else ''}): {'; '.join(d['reasons'])}"
                 )
             for d in s[b]["disagreements"]:
                 log(f"  DISAGREEMENT -{b} {d}")
