@@ -72,6 +72,10 @@ Run::
 ``--quick`` writes ``benchmarks/results/replay-quick.json`` and ``.bench/replay-quick.png``
 so that a smoke run never overwrites the figures of a full run. Exit status 0 when there is
 no disagreement, 1 otherwise.
+
+Releases are far apart: on structlog every one re-runs every target. A developer's loop,
+commit by commit from a project's git history, is ``benchmarks/replay_git.py``'s (it
+reuses this module's venvs, lanes and tools).
 """
 
 from __future__ import annotations

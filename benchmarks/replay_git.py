@@ -47,8 +47,8 @@ Run::
 
 Writes ``benchmarks/results/replay-git.json`` (a project run replaces that project's entry
 and keeps the others; ``--quick``: ``replay-git-quick.json``), each lane's output in
-``.bench/logs/replay-git/PROJECT/COMMIT/``. Exit status 0 when there is no disagreement,
-1 otherwise.
+``.bench/logs/<results file stem>/PROJECT/NN-COMMIT/``. Exit status 0 when there is no
+disagreement, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -278,6 +278,8 @@ def main() -> int:
         }
     )
     replay.BENCH.mkdir(exist_ok=True)
+    global LOGS
+    LOGS = replay.BENCH / "logs" / out.stem
     for name in names:
         mirror = args.mirror or history.mirror_of(name)
         if not (mirror / "HEAD").exists():
