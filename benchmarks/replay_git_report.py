@@ -138,6 +138,20 @@ def summarize(revs: list[dict], project: replay.Project | None = None) -> dict:
                 for spurious in [unexplained_reruns(r[k])]
                 if spurious
             ]
+    # The commits after the first by what -j2 re-ran: nothing, some targets, all of them.
+    groups: dict[str, list[dict]] = {"none": [], "some": [], "all": []}
+    for r in rest:
+        n, total = ran(r["j2"]), r["j2"].get("total", 0)
+        groups["none" if n == 0 else "all" if n == total else "some"].append(r)
+    s["by_rerun"] = {
+        g: {"commits": len(rs)}
+        | {
+            k: {m: round(statistics.median(r[k][m] for r in rs), 3) for m in ("wall", "cpu")}
+            for k in LANES
+        }
+        for g, rs in groups.items()
+        if rs
+    }
     s["testmon_tests_run"] = sum(r["testmon"].get("tests_run", 0) for r in rest)
     s["failing_files_pytest"] = sorted({f for r in revs for f in r["pytest"]["failed"]})
     return s
@@ -200,6 +214,15 @@ def print_tables(results: dict) -> None:
                 for lane in LANES
             )
         )
+        log("medians per commit by what -j2 re-ran (wall / CPU seconds):")
+        for g, row in s.get("by_rerun", {}).items():
+            log(
+                f"  {g + ' re-ran':<11} {row['commits']:>2} commits: "
+                + ", ".join(
+                    f"{LABELS[lane]} {row[lane]['wall']:.2f} / {row[lane]['cpu']:.2f}"
+                    for lane in LANES
+                )
+            )
         for b in BUILDS:
             log(
                 f"-{b}: replayed every target at {s[b]['replayed_entirely']} of {k} commits; ran "
