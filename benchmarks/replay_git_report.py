@@ -154,6 +154,12 @@ def summarize(revs: list[dict], project: replay.Project | None = None) -> dict:
     }
     s["testmon_tests_run"] = sum(r["testmon"].get("tests_run", 0) for r in rest)
     s["failing_files_pytest"] = sorted({f for r in revs for f in r["pytest"]["failed"]})
+    # Files failing under testmon and not in the pytest session (testmon runs its tests
+    # under coverage's tracer), at how many commits.
+    only = Counter(
+        f for r in revs for f in set(r["testmon"]["failed"]) - set(r["pytest"]["failed"])
+    )
+    s["testmon_only_failures"] = dict(only)
     return s
 
 
@@ -238,6 +244,8 @@ def print_tables(results: dict) -> None:
                 "failing under one-process pytest at some commit (a failed target re-runs at "
                 f"every build): {', '.join(s['failing_files_pytest'])}"
             )
+        for f, count in s.get("testmon_only_failures", {}).items():
+            log(f"  testmon failed {f} at {count} commits where one-process pytest passed it")
         for reason, count in list(s["j2"]["reasons"].items())[:8]:
             log(f"  -j2 re-runs {count:>4}: {reason}")
         for b in BUILDS:
