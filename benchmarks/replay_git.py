@@ -43,7 +43,7 @@ Run::
 
     python benchmarks/replay_git.py --projects structlog --commits 20
     python benchmarks/replay_git.py --quick          # 3 commits of structlog (smoke run)
-    python benchmarks/replay_git.py --print          # the tables of the results file
+    python benchmarks/replay_git.py --print          # its summaries recomputed, printed
 
 Writes ``benchmarks/results/replay-git.json`` (a project run replaces that project's entry
 and keeps the others; ``--quick``: ``replay-git-quick.json``), each lane's output in
@@ -242,7 +242,11 @@ def main() -> int:
     ap.add_argument("--mirror", type=Path, default=None, help="the git mirror (one project)")
     ap.add_argument("--quick", action="store_true", help="smoke run: 3 commits of structlog")
     ap.add_argument("--out", type=Path, default=None, help="the JSON results file")
-    ap.add_argument("--print", action="store_true", help="run nothing: print the results file")
+    ap.add_argument(
+        "--print",
+        action="store_true",
+        help="run nothing: recompute the summaries of the results file, rewrite it, print it",
+    )
     args = ap.parse_args()
     names = [n for arg in args.projects or [] for n in arg.split(",") if n]
     names = names or (["structlog"] if args.quick else ["structlog", "attrs"])
@@ -262,6 +266,7 @@ def main() -> int:
         results = json.loads(out.read_text())
         for name, p in results["projects"].items():
             p["summary"] = report.summarize(p["revisions"], replay.PROJECTS[name])
+        out.write_text(json.dumps(results, indent=1) + "\n")
         report.print_tables(results)
         return 1 if report.any_disagreement(results) else 0
     n = args.commits or (3 if args.quick else 20)
