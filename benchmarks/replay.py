@@ -72,6 +72,10 @@ Run::
 ``--quick`` writes ``benchmarks/results/replay-quick.json`` and ``.bench/replay-quick.png``
 so that a smoke run never overwrites the figures of a full run. Exit status 0 when there is
 no disagreement, 1 otherwise.
+
+Releases are far apart: on structlog every one re-runs every target. A developer's loop,
+commit by commit from a project's git history, is ``benchmarks/replay_git.py``'s (it
+reuses this module's venvs, lanes and tools).
 """
 
 from __future__ import annotations
@@ -81,6 +85,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -698,10 +703,18 @@ def collect(py: str, lane: Path, tests: str, env: dict[str, str]) -> dict:
     return {"files": sorted(files), "errors": data["errors"], "wall": wall, "tests": data["n"]}
 
 
+#: The CPU seconds (user + system) of the last ``timed`` command's process tree: its
+#: descendants that were waited for (``RUSAGE_CHILDREN``); read by benchmarks/replay_git.py.
+last_cpu = 0.0
+
+
 def timed(
     cmd: list[str], cwd: Path, env: dict, timeout: float = RUN_TIMEOUT
 ) -> tuple[float, subprocess.CompletedProcess]:
-    """Runs a measured command (output captured as text, no stdin); its wall time too."""
+    """Runs a measured command (output captured as text, no stdin); its wall time too, and
+    its CPU time in ``last_cpu``."""
+    global last_cpu
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     proc = subprocess.run(
         cmd,
@@ -713,7 +726,10 @@ def timed(
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
-    return time.monotonic() - t0, proc
+    wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    last_cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, proc
 
 
 #: The user's own command: pytest in one process, and pytest-xdist on the two cores. Like
