@@ -472,6 +472,17 @@ static void rename_saw(int newdirfd, const char *newpath, int pre)
     }
 }
 
+/* A call that fails with ENOTEMPTY or EEXIST only where a folder holds entries (rmdir,
+ * a rename onto a folder) saw whether it is empty: written as a listing (`L`) of the
+ * folder, after the lookup (`S`) it is too. Nothing for a path that is no folder now. */
+static void rec_not_empty(int err, int dirfd, const char *path)
+{
+    int e = errno;
+    if ((err == ENOTEMPTY || err == EEXIST) && shim_entry_mode(dirfd, path) == S_IFDIR)
+        shim_rec('L', dirfd, path);
+    errno = e;
+}
+
 static void rename_post(int r, int olddirfd, const char *oldpath, int newdirfd,
                         const char *newpath, unsigned flags, int pre)
 {
@@ -492,6 +503,8 @@ static void rename_post(int r, int olddirfd, const char *oldpath, int newdirfd,
     } else if (e == EEXIST || e == ENOTEMPTY) {
         shim_rec('S', olddirfd, oldpath);
         shim_rec('S', newdirfd, newpath);
+        if (!(flags & RENAME_NOREPLACE)) /* NOREPLACE: EEXIST on anything there */
+            rec_not_empty(e, newdirfd, newpath);
     } else if ((e == ENOENT || e == ENOTDIR) &&
                !lookup_misses(olddirfd, oldpath, AT_SYMLINK_NOFOLLOW)) {
         /* the source is there: the destination had no folder to go in */
@@ -561,6 +574,8 @@ int unlinkat(int dirfd, const char *path, int flags)
         if (flags & AT_REMOVEDIR) { /* rmdir: not a file's removal */
             int e = errno;
             shim_rec_res(r == 0, e, 'D', dirfd, path);
+            if (r != 0)
+                rec_not_empty(e, dirfd, path);
             errno = e;
         } else {
             file_removal_post(r, dirfd, path);
@@ -573,6 +588,8 @@ int remove(const char *path)
 {
     int r = REAL(remove)(path);
     SHIM_LOOKUP(r == 0, 'D', AT_FDCWD, path);
+    if (r != 0 && shim_on())
+        rec_not_empty(errno, AT_FDCWD, path);
     return r;
 }
 
@@ -580,20 +597,124 @@ int rmdir(const char *path)
 {
     int r = REAL(rmdir)(path);
     SHIM_LOOKUP(r == 0, 'D', AT_FDCWD, path);
+    if (r != 0 && shim_on())
+        rec_not_empty(errno, AT_FDCWD, path);
     return r;
 }
+
+/* This process's umask, from /proc/self/status (umask(2) reads it only by changing it,
+ * for every thread); -1 where it cannot be read. */
+static int own_umask(void)
+{
+    char buf[4096], *at;
+    long n, got = 0;
+    int mask, fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    while (got < (long)sizeof buf - 1 &&
+           (n = syscall(SYS_read, fd, buf + got, sizeof buf - 1 - (size_t)got)) > 0)
+        got += n;
+    syscall(SYS_close, fd);
+    buf[got > 0 ? got : 0] = '\0';
+    at = strstr(buf, "\nUmask:");
+    if (at == NULL)
+        return -1;
+    for (at += 7; *at == '\t' || *at == ' '; at++)
+        ;
+    if (*at < '0' || *at > '7')
+        return -1;
+    for (mask = 0; *at >= '0' && *at <= '7'; at++)
+        mask = mask * 8 + (*at - '0');
+    return mask & 0777;
+}
+
+/* The permission bits a mkdir(mode) of `abs` would give the folder it made: mode less
+ * the umask (the sticky bit kept), and the set-group-ID bit of a parent that has it.
+ * -1 where the umask or the parent cannot be read, or the parent has a default ACL.
+ * errno may change. */
+static int made_dir_bits(const char *abs, mode_t mode)
+{
+    char parent[SHIM_PATHBUF];
+    struct stat st;
+    const char *slash = strrchr(abs, '/');
+    int mask = own_umask(), bits;
+    size_t len;
+    if (mask < 0 || slash == NULL)
+        return -1;
+    len = slash == abs ? 1 : (size_t)(slash - abs);
+    memcpy(parent, abs, len);
+    parent[len] = '\0';
+    if (shim_raw_stat(parent, &st) != 0)
+        return -1;
+    /* a parent's default ACL, not the umask, masks what is made in it */
+    if (syscall(SYS_getxattr, parent, "system.posix_acl_default", NULL, 0) >= 0 ||
+        (errno != ENODATA && errno != EOPNOTSUPP))
+        return -1;
+    bits = (int)(mode & ~(mode_t)mask & 01777);
+    if (st.st_mode & S_ISGID)
+        bits |= S_ISGID;
+    return bits;
+}
+
+/* A mkdir inside an exist_ok creation (shim_or_dir) that answered EEXIST: where a
+ * directory is at the path (not followed) with the permission bits a folder this call
+ * made would have had, the caller ends the same as where nothing was, and finds the same
+ * folder after it: `Z` (path, those bits in octal). Anything else there (a file, a
+ * symbolic link, a folder of other bits): `S`, a lookup that found it. */
+static void mkdir_found(int dirfd, const char *path, mode_t mode)
+{
+    char abs[SHIM_PATHBUF], bits[16];
+    const char *f[2];
+    struct stat st;
+    int e = errno, want;
+    long r;
+#ifdef SYS_newfstatat
+    r = syscall(SYS_newfstatat, dirfd, path, &st, AT_SYMLINK_NOFOLLOW);
+#else
+    r = syscall(SYS_fstatat64, dirfd, path, &st, AT_SYMLINK_NOFOLLOW);
+#endif
+    if (r != 0 || !S_ISDIR(st.st_mode) || shim_abspath(dirfd, path, abs) != 0 ||
+        strncmp(abs, "/proc/", 6) == 0 || strncmp(abs, "/dev/", 5) == 0 ||
+        (want = made_dir_bits(abs, mode)) < 0 || (int)(st.st_mode & 07777) != want) {
+        shim_rec('S', dirfd, path);
+        errno = e;
+        return;
+    }
+    r = 0;
+    do
+        bits[r++] = (char)('0' + (want & 7));
+    while ((want >>= 3) != 0);
+    bits[r] = '\0';
+    for (want = 0; want < r / 2; want++) { /* the digits, most significant first */
+        char c = bits[want];
+        bits[want] = bits[r - 1 - want];
+        bits[r - 1 - want] = c;
+    }
+    f[0] = abs;
+    f[1] = bits;
+    shim_emit('Z', 0, 2, f);
+    errno = e;
+}
+
+#define MKDIR_POST(r, dirfd, path, mode)                                       \
+    do {                                                                       \
+        if ((r) != 0 && errno == EEXIST && shim_or_dir > 0 && shim_on())       \
+            mkdir_found((dirfd), (path), (mode));                              \
+        else                                                                   \
+            SHIM_MADE((r) == 0, (dirfd), (path));                              \
+    } while (0)
 
 int mkdir(const char *path, mode_t mode)
 {
     int r = REAL(mkdir)(path, mode);
-    SHIM_MADE(r == 0, AT_FDCWD, path);
+    MKDIR_POST(r, AT_FDCWD, path, mode);
     return r;
 }
 
 int mkdirat(int dirfd, const char *path, mode_t mode)
 {
     int r = REAL(mkdirat)(dirfd, path, mode);
-    SHIM_MADE(r == 0, dirfd, path);
+    MKDIR_POST(r, dirfd, path, mode);
     return r;
 }
 
