@@ -629,10 +629,11 @@ static int own_umask(void)
 }
 
 /* The permission bits a mkdir(mode) of `abs` would give the folder it made: mode less
- * the umask (the sticky bit kept), and the set-group-ID bit of a parent that has it.
- * -1 where the umask or the parent cannot be read, or the parent has a default ACL.
- * errno may change. */
-static int made_dir_bits(const char *abs, mode_t mode)
+ * the umask (the sticky bit kept), and the set-group-ID bit of a parent that has it;
+ * -1 where the umask or the parent cannot be read, the parent has a default ACL, or
+ * `found` is not owned as such a folder would be (by this process's effective user,
+ * and group, or the parent's group where it has the set-group-ID bit). errno may change. */
+static int made_dir_bits(const char *abs, mode_t mode, const struct stat *found)
 {
     char parent[SHIM_PATHBUF];
     struct stat st;
@@ -650,6 +651,9 @@ static int made_dir_bits(const char *abs, mode_t mode)
     if (syscall(SYS_getxattr, parent, "system.posix_acl_default", NULL, 0) >= 0 ||
         (errno != ENODATA && errno != EOPNOTSUPP))
         return -1;
+    if (found->st_uid != (uid_t)syscall(SYS_geteuid) ||
+        found->st_gid != ((st.st_mode & S_ISGID) ? st.st_gid : (gid_t)syscall(SYS_getegid)))
+        return -1;
     bits = (int)(mode & ~(mode_t)mask & 01777);
     if (st.st_mode & S_ISGID)
         bits |= S_ISGID;
@@ -657,10 +661,10 @@ static int made_dir_bits(const char *abs, mode_t mode)
 }
 
 /* A mkdir inside an exist_ok creation (shim_or_dir) that answered EEXIST: where a
- * directory is at the path (not followed) with the permission bits a folder this call
- * made would have had, the caller ends the same as where nothing was, and finds the same
- * folder after it: `Z` (path, those bits in octal). Anything else there (a file, a
- * symbolic link, a folder of other bits): `S`, a lookup that found it. */
+ * directory is at the path (not followed) with the permission bits and owner a folder
+ * this call made would have had, the caller ends the same as where nothing was, and
+ * finds the same folder after it: `Z` (path, those bits in octal). Anything else there
+ * (a file, a symbolic link, another folder): `S`, a lookup that found it. */
 static void mkdir_found(int dirfd, const char *path, mode_t mode)
 {
     char abs[SHIM_PATHBUF], bits[16];
@@ -675,7 +679,7 @@ static void mkdir_found(int dirfd, const char *path, mode_t mode)
 #endif
     if (r != 0 || !S_ISDIR(st.st_mode) || shim_abspath(dirfd, path, abs) != 0 ||
         strncmp(abs, "/proc/", 6) == 0 || strncmp(abs, "/dev/", 5) == 0 ||
-        (want = made_dir_bits(abs, mode)) < 0 || (int)(st.st_mode & 07777) != want) {
+        (want = made_dir_bits(abs, mode, &st)) < 0 || (int)(st.st_mode & 07777) != want) {
         shim_rec('S', dirfd, path);
         errno = e;
         return;
