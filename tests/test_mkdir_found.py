@@ -218,3 +218,28 @@ def test_a_pytest_build_recorded_with_benchmarks_there_replays_in_a_fresh_clone(
     (proj / ".benchmarks").write_text("")
     rc, out, st = build_statuses(proj, *args, env=env)
     assert st != {a: "cached"}, out
+
+
+# ``mkdir`` programs: POSIX's ``-p`` ends the same on an absent path and a directory
+# (``tracer/creations.py``'s ``mkdir_p``); without ``-p`` it is a lock, with ``-v`` it says
+# what it made. Outside an exist_ok scope the shim's ``Z`` says ``lock``: held as found,
+# but for ``mkdir -p``.
+MKDIRS = {
+    "mkdir -p": (["mkdir", "-p", "work/d/e"], "cached"),
+    # a lock: says so where it is held (a failed run would run again anyway)
+    "mkdir": (["sh", "-c", "mkdir work/d/e || echo held"], "passed"),
+    "mkdir -pv": (["mkdir", "-pv", "work/d/e"], "passed"),  # says "created" now
+}
+
+
+@pytest.mark.parametrize("how", sorted(MKDIRS))
+def test_a_mkdir_program_that_found_the_folder_where_it_is_gone(tmp_path, how):
+    argv, then = MKDIRS[how]
+    root = write_tree(tmp_path / "proj", {"memotest.toml": f"[targets.t]\ncommand = {argv!r}\n"})
+    (root / "work/d/e").mkdir(parents=True)
+    out, got = build(root)
+    assert got == {"t": "passed"}, out
+    # the fresh checkout (the lock's folder only: plain mkdir makes no parents)
+    shutil.rmtree(root / ("work/d/e" if how == "mkdir" else "work/d"))
+    out, got = build(root)
+    assert got == {"t": then}, out

@@ -660,15 +660,17 @@ static int made_dir_bits(const char *abs, mode_t mode, const struct stat *found)
     return bits;
 }
 
-/* A mkdir inside an exist_ok creation (shim_or_dir) that answered EEXIST: where a
- * directory is at the path (not followed) with the permission bits and owner a folder
- * this call made would have had, the caller ends the same as where nothing was, and
- * finds the same folder after it: `Z` (path, those bits in octal). Anything else there
- * (a file, a symbolic link, another folder): `S`, a lookup that found it. */
+/* A mkdir that answered EEXIST: where a directory is at the path (not followed) with
+ * the permission bits and owner a folder this call made would have had, `Z` (path,
+ * those bits in octal): inside an exist_ok creation (shim_or_dir) the caller ends the
+ * same as where nothing was, and finds the same folder after it; outside one, a third
+ * field `lock` (the caller may tell: the reader holds it as found, but for `mkdir -p`).
+ * Anything else there (a file, a symbolic link, another folder): `S`, a lookup that
+ * found it. */
 static void mkdir_found(int dirfd, const char *path, mode_t mode)
 {
     char abs[SHIM_PATHBUF], bits[16];
-    const char *f[2];
+    const char *f[3];
     struct stat st;
     int e = errno, want;
     long r;
@@ -678,9 +680,20 @@ static void mkdir_found(int dirfd, const char *path, mode_t mode)
     r = syscall(SYS_fstatat64, dirfd, path, &st, AT_SYMLINK_NOFOLLOW);
 #endif
     if (r != 0 || !S_ISDIR(st.st_mode) || shim_abspath(dirfd, path, abs) != 0 ||
-        strncmp(abs, "/proc/", 6) == 0 || strncmp(abs, "/dev/", 5) == 0 ||
-        (want = made_dir_bits(abs, mode, &st)) < 0 || (int)(st.st_mode & 07777) != want) {
+        strncmp(abs, "/proc/", 6) == 0 || strncmp(abs, "/dev/", 5) == 0) {
         shim_rec('S', dirfd, path);
+        errno = e;
+        return;
+    }
+    /* once per process, path and scope (the umask read and the parent's lookups are
+     * not free, and a program may mkdir an existing folder at every file it writes) */
+    if (shim_seen(shim_or_dir > 0 ? 'Z' : 'z', abs)) {
+        errno = e;
+        return;
+    }
+    want = made_dir_bits(abs, mode, &st);
+    if (want < 0 || (int)(st.st_mode & 07777) != want) {
+        shim_emit_path('S', abs);
         errno = e;
         return;
     }
@@ -696,13 +709,14 @@ static void mkdir_found(int dirfd, const char *path, mode_t mode)
     }
     f[0] = abs;
     f[1] = bits;
-    shim_emit('Z', 0, 2, f);
+    f[2] = "lock"; /* outside the scope: the caller may tell EEXIST from a success */
+    shim_emit('Z', 0, shim_or_dir > 0 ? 2 : 3, f);
     errno = e;
 }
 
 #define MKDIR_POST(r, dirfd, path, mode)                                       \
     do {                                                                       \
-        if ((r) != 0 && errno == EEXIST && shim_or_dir > 0 && shim_on())       \
+        if ((r) != 0 && errno == EEXIST && shim_on())                          \
             mkdir_found((dirfd), (path), (mode));                              \
         else                                                                   \
             SHIM_MADE((r) == 0, (dirfd), (path));                              \

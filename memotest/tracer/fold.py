@@ -138,6 +138,8 @@ class Fold:
                 if path is not None:
                     killed.add((ev.pid, path))
                 continue
+            if op == "Z" and len(ev.fields) > 2 and not mkdir_p(images.get(ev.pid)):
+                op = "S"  # outside an exist_ok scope: its caller may tell, it found it
             if op == "E" and len(ev.fields) == 1:
                 last_exec[ev.pid] = ev.path
             elif not (op == "E" or op == "H"):
@@ -177,7 +179,7 @@ class Fold:
                             timed.add(path)
                     if op != "M" and ev.pid != root_pid and (ev.pid, path) not in own_reads:
                         elsewhere.add(path)
-            elif op == "Z":  # an exist_ok mkdir found a folder of the bits it makes
+            elif op == "Z":  # an exist_ok mkdir (or ``mkdir -p``) found a folder it makes
                 path = clean(ev.path)
                 if path is not None and path not in changed and path not in trace.reads:
                     bits = ev.fields[1] if len(ev.fields) > 1 else "?"
