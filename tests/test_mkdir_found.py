@@ -151,10 +151,17 @@ def test_a_call_that_saw_whether_the_folder_found_was_empty_runs_again(tmp_path,
     assert got == {"t": "failed"}, out
 
 
-def test_the_folder_found_replays_where_it_is_gone_and_the_folder_made_where_it_is(tmp_path):
+FINDS = {
+    "makedirs": MAKE,
+    "path_mkdir": "pathlib.Path('work/d').mkdir(parents=True, exist_ok=True); ",
+}
+
+
+@pytest.mark.parametrize("how", sorted(FINDS))
+def test_the_folder_found_replays_where_it_is_gone_and_the_folder_made_where_it_is(tmp_path, how):
     """The narrowing: recorded where the folder was there (empty), it replays in a fresh
     checkout; recorded where it was absent, it replays where the run left it."""
-    code = MAKE + "print(os.path.realpath('work/d'), os.path.isdir('work/d'))"
+    code = FINDS[how] + "print(os.path.realpath('work/d'), os.path.isdir('work/d'))"
     root = project(tmp_path, code)
     (root / "work/d").mkdir()
     out, got = build(root)
