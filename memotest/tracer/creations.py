@@ -1,9 +1,10 @@
 """What a creation's success saw at its path, when it would have succeeded on another
 state too: the shim's ``Y`` (absent or a directory), ``Z`` (an exist_ok ``mkdir`` that
-found a directory: absent or a directory of those permission bits), ``V``/``Q`` (absent or a regular
-file: an ``O_CREAT`` open without ``O_EXCL``) and ``J`` (absent or not a directory: a
-plain ``rename``), folded per path into ``Trace.missing_or`` (``inputs/absent.py``,
-``_shim/PROTOCOL.md``, ``docs/limits.md``, "A plain creation's success").
+found a directory: absent or a directory of those permission bits), ``V``/``Q`` (absent
+or a regular file: an ``O_CREAT`` open without ``O_EXCL``) and ``J`` (absent or not a
+directory: a plain ``rename``), folded per path into ``Trace.missing_or``
+(``inputs/absent.py``, ``_shim/PROTOCOL.md``, ``docs/limits.md``, "A plain creation's
+success", "A folder an exist_ok mkdir found").
 """
 
 from __future__ import annotations
