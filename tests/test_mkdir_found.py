@@ -129,6 +129,18 @@ def test_what_the_run_saw_of_the_folder_besides_it_being_one_runs_again(tmp_path
     assert got == {"t": "passed"}, out
 
 
+def test_a_stat_of_the_folder_found_with_entries_runs_again_where_it_is_gone(tmp_path):
+    """A ``stat`` hands the folder's link count and size, which its entries move: implied
+    where the folder found was empty (as a made one), held where it had entries."""
+    root = project(tmp_path, MAKE + "print(os.stat('work/d').st_nlink)")
+    (root / "work/d/sub").mkdir(parents=True)  # a link count of 3; a made folder's is 2
+    out, got = build(root)
+    assert got == {"t": "passed"}, out
+    shutil.rmtree(root / "work/d")
+    out, got = build(root)
+    assert got == {"t": "passed"}, out
+
+
 # After the call the folder is there either way, but not as it was: one the call made
 # is empty. A removal or a rename onto it that fails only where it holds entries saw them.
 EMPTY_OR_NOT = {

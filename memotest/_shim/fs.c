@@ -660,17 +660,53 @@ static int made_dir_bits(const char *abs, mode_t mode, const struct stat *found)
     return bits;
 }
 
+/* 1 if the folder at `abs` holds no entry but `.` and `..`, 0 if it holds one, -1 where
+ * it cannot be read (raw calls: a descriptor the program never sees as its own). */
+static int dir_is_empty(const char *abs)
+{
+    struct dirent64_raw {
+        uint64_t d_ino;
+        int64_t d_off;
+        unsigned short d_reclen;
+        unsigned char d_type;
+        char d_name[1];
+    };
+    char buf[1024];
+    long n, at;
+    int empty = 1;
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, abs,
+                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    while (empty == 1 && (n = syscall(SYS_getdents64, fd, buf, sizeof buf)) != 0) {
+        if (n < 0) {
+            empty = -1;
+            break;
+        }
+        for (at = 0; at < n;) {
+            const struct dirent64_raw *d = (const struct dirent64_raw *)(buf + at);
+            const char *name = buf + at + offsetof(struct dirent64_raw, d_name);
+            if (!(name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))))
+                empty = 0;
+            at += d->d_reclen;
+        }
+    }
+    syscall(SYS_close, fd);
+    return empty;
+}
+
 /* A mkdir that answered EEXIST: where a directory is at the path (not followed) with
  * the permission bits and owner a folder this call made would have had, `Z` (path,
- * those bits in octal): inside an exist_ok creation (shim_or_dir) the caller ends the
- * same as where nothing was, and finds the same folder after it; outside one, a third
- * field `lock` (the caller may tell: the reader holds it as found, but for `mkdir -p`).
+ * those bits in octal, `empty` or `entries`): inside an exist_ok creation (shim_or_dir)
+ * the caller ends the same as where nothing was, and finds the same folder after it
+ * (the same stat where it is empty); outside one, a fourth field `lock` (the caller may
+ * tell: the reader holds it as found, but for `mkdir -p`).
  * Anything else there (a file, a symbolic link, another folder): `S`, a lookup that
  * found it. */
 static void mkdir_found(int dirfd, const char *path, mode_t mode)
 {
     char abs[SHIM_PATHBUF], bits[16];
-    const char *f[3];
+    const char *f[4];
     struct stat st;
     int e = errno, want;
     long r;
@@ -709,8 +745,10 @@ static void mkdir_found(int dirfd, const char *path, mode_t mode)
     }
     f[0] = abs;
     f[1] = bits;
-    f[2] = "lock"; /* outside the scope: the caller may tell EEXIST from a success */
-    shim_emit('Z', 0, shim_or_dir > 0 ? 2 : 3, f);
+    /* an empty folder's stat (its size, link count) is a made one's too */
+    f[2] = dir_is_empty(abs) == 1 ? "empty" : "entries";
+    f[3] = "lock"; /* outside the scope: the caller may tell EEXIST from a success */
+    shim_emit('Z', 0, shim_or_dir > 0 ? 3 : 4, f);
     errno = e;
 }
 

@@ -82,6 +82,7 @@ class Fold:
         #: Folders an exist_ok ``mkdir`` found (``Z``), each with the pids that found it:
         #: their trees' later lookups of the path are implied (:func:`implied`).
         self.dirs_found: dict[str, set[int]] = {}
+        self.found_empty: set[str] = set()  # of those, empty when first found: same stat
         self.or_dir_missed: set[str] = set()  # missed inside an exist_ok creation (Y)
 
     def copy(self) -> Fold:
@@ -97,6 +98,7 @@ class Fold:
             setattr(new, name, copy.copy(getattr(self, name)))
         new.strictly_missing = set(self.strictly_missing)
         new.dirs_found = {path: set(pids) for path, pids in self.dirs_found.items()}
+        new.found_empty = set(self.found_empty)
         new.or_dir_missed = set(self.or_dir_missed)
         new.pending = {pid: list(paths) for pid, paths in self.pending.items()}
         new.listers = {path: set(pids) for path, pids in self.listers.items()}
@@ -130,6 +132,7 @@ class Fold:
         by_pid, seen_as, read_back = self.by_pid, self.seen_as, self.read_back
         strictly_missing, clean = self.strictly_missing, self.clean
         dirs_found, or_dir_missed = self.dirs_found, self.or_dir_missed
+        found_empty = self.found_empty
         elsewhere = trace.read_elsewhere
         for ev in events:
             op = ev.op
@@ -138,7 +141,7 @@ class Fold:
                 if path is not None:
                     killed.add((ev.pid, path))
                 continue
-            if op == "Z" and len(ev.fields) > 2 and not mkdir_p(images.get(ev.pid)):
+            if op == "Z" and len(ev.fields) > 3 and not mkdir_p(images.get(ev.pid)):
                 op = "S"  # outside an exist_ok scope: its caller may tell, it found it
             if op == "E" and len(ev.fields) == 1:
                 last_exec[ev.pid] = ev.path
@@ -154,6 +157,7 @@ class Fold:
                     if (
                         op in "ST"
                         and path in dirs_found
+                        and (op == "S" or path in found_empty)  # T: its size, its links
                         and implied(path, ev.pid, dirs_found[path], images, changed)
                     ):
                         continue  # what the exist_ok mkdir left there, in either state
@@ -184,6 +188,8 @@ class Fold:
                 if path is not None and path not in changed and path not in trace.reads:
                     bits = ev.fields[1] if len(ev.fields) > 1 else "?"
                     seen_as.setdefault(path, set()).add(f"dir:{bits}")
+                    if path not in dirs_found and ev.fields[2:3] == ("empty",):
+                        found_empty.add(path)  # as a made one: its stat is one's too
                     dirs_found.setdefault(path, set()).add(ev.pid)
                     trace.missing.add(path)
             elif op in "WNDU":
@@ -276,10 +282,11 @@ def implied(
 ) -> bool:
     """Whether a lookup of ``path`` by ``pid`` that found it is implied by the ``Z`` of
     one of ``finders`` (an exist_ok ``mkdir`` that found a folder there with the
-    permission bits it would have made it with): ``pid`` is a finder or a descendant of
-    one, and the tree changed neither the path (the caller asks) nor a folder above it
-    since. Where the path was absent, that ``mkdir`` made the same folder: the lookup
-    finds it either way."""
+    permission bits and owner it would have made it with): ``pid`` is a finder or a
+    descendant of one, and the tree changed neither the path (the caller asks) nor a
+    folder above it since. Where the path was absent, that ``mkdir`` made the same
+    folder: the lookup finds it either way (a ``stat``'s size and link count too, where
+    the folder found was empty: the caller asks)."""
     parent = os.path.dirname(path)
     while parent and parent != "/":
         if parent in changed:
