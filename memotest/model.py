@@ -143,6 +143,10 @@ OBSERVATION_KEYS = (
 #: which only decides whether to re-read the content, for the same answer). Their stats
 #: are not in a run's modification-time order (``inputs/order.py``, ``docs/limits.md``).
 ORDERLESS_PROGRAMS = frozenset({"git"})
+#: ``Trace.missing_or``'s ``dir:BITS``: the shim's ``Z``, an exist_ok ``mkdir`` that found
+#: a folder (not a symbolic link) of the permission bits ``BITS`` (octal) it would have
+#: made it with (``tracer/creations.py``).
+DIR_OF_BITS = "dir:"
 
 
 @dataclass
@@ -169,10 +173,16 @@ class Trace:
     missing: set[str] = field(default_factory=set)
     #: Of ``missing``: the paths whose absence only a call that ends the same on another
     #: state saw, mapped to that state: ``dir`` (missed inside a creation with
-    #: ``exist_ok``: the shim's ``Y``), ``file`` (a plain ``O_CREAT|O_TRUNC`` open: ``V``),
-    #: ``empty-file`` (a plain ``O_CREAT`` that keeps the bytes: ``Q``), ``not-dir`` (a
-    #: file renamed onto it: ``J``). Held as "absent or that" (``inputs/absent.py``).
+    #: ``exist_ok``: the shim's ``Y``; ``dir:BITS``, found by such a ``mkdir`` as a
+    #: directory of those permission bits, ``Z``), ``file`` (a plain ``O_CREAT|O_TRUNC``
+    #: open: ``V``), ``empty-file`` (a plain ``O_CREAT`` that keeps the bytes: ``Q``),
+    #: ``not-dir`` (a file renamed onto it: ``J``). Held as "absent or that"
+    #: (``inputs/absent.py``).
     missing_or: dict[str, str] = field(default_factory=dict)
+    #: Of ``missing_or``: the folders that only an exist_ok ``mkdir`` found (``Z``, held
+    #: as "absent or a directory of these bits") and no lookup of the tree missed: for
+    #: conflicts, found (``loop/conflicts.py``), not looked for in vain.
+    found_dirs: set[str] = field(default_factory=set)
     listed: set[str] = field(default_factory=set)
     execs: set[str] = field(default_factory=set)
     deleted: set[str] = field(default_factory=set)

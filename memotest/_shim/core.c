@@ -209,6 +209,11 @@ static int dedup_seen(char op, const char *s, size_t n)
     return 0; /* crowded: just write it */
 }
 
+int shim_seen(char key, const char *abs)
+{
+    return dedup_seen(key, abs, strlen(abs));
+}
+
 static int op_dedups(char op)
 {
     switch (op) {

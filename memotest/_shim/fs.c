@@ -472,6 +472,17 @@ static void rename_saw(int newdirfd, const char *newpath, int pre)
     }
 }
 
+/* A call that fails with ENOTEMPTY or EEXIST only where a folder holds entries (rmdir,
+ * a rename onto a folder) saw whether it is empty: written as a listing (`L`) of the
+ * folder, after the lookup (`S`) it is too. Nothing for a path that is no folder now. */
+static void rec_not_empty(int err, int dirfd, const char *path)
+{
+    int e = errno;
+    if ((err == ENOTEMPTY || err == EEXIST) && shim_entry_mode(dirfd, path) == S_IFDIR)
+        shim_rec('L', dirfd, path);
+    errno = e;
+}
+
 static void rename_post(int r, int olddirfd, const char *oldpath, int newdirfd,
                         const char *newpath, unsigned flags, int pre)
 {
@@ -492,6 +503,8 @@ static void rename_post(int r, int olddirfd, const char *oldpath, int newdirfd,
     } else if (e == EEXIST || e == ENOTEMPTY) {
         shim_rec('S', olddirfd, oldpath);
         shim_rec('S', newdirfd, newpath);
+        if (!(flags & RENAME_NOREPLACE)) /* NOREPLACE: EEXIST on anything there */
+            rec_not_empty(e, newdirfd, newpath);
     } else if ((e == ENOENT || e == ENOTDIR) &&
                !lookup_misses(olddirfd, oldpath, AT_SYMLINK_NOFOLLOW)) {
         /* the source is there: the destination had no folder to go in */
@@ -561,6 +574,8 @@ int unlinkat(int dirfd, const char *path, int flags)
         if (flags & AT_REMOVEDIR) { /* rmdir: not a file's removal */
             int e = errno;
             shim_rec_res(r == 0, e, 'D', dirfd, path);
+            if (r != 0)
+                rec_not_empty(e, dirfd, path);
             errno = e;
         } else {
             file_removal_post(r, dirfd, path);
@@ -573,6 +588,8 @@ int remove(const char *path)
 {
     int r = REAL(remove)(path);
     SHIM_LOOKUP(r == 0, 'D', AT_FDCWD, path);
+    if (r != 0 && shim_on())
+        rec_not_empty(errno, AT_FDCWD, path);
     return r;
 }
 
@@ -580,20 +597,180 @@ int rmdir(const char *path)
 {
     int r = REAL(rmdir)(path);
     SHIM_LOOKUP(r == 0, 'D', AT_FDCWD, path);
+    if (r != 0 && shim_on())
+        rec_not_empty(errno, AT_FDCWD, path);
     return r;
 }
+
+/* This process's umask, from /proc/self/status (umask(2) reads it only by changing it,
+ * for every thread); -1 where it cannot be read. */
+static int own_umask(void)
+{
+    char buf[4096], *at;
+    long n, got = 0;
+    int mask, fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    while (got < (long)sizeof buf - 1 &&
+           (n = syscall(SYS_read, fd, buf + got, sizeof buf - 1 - (size_t)got)) > 0)
+        got += n;
+    syscall(SYS_close, fd);
+    buf[got > 0 ? got : 0] = '\0';
+    at = strstr(buf, "\nUmask:");
+    if (at == NULL)
+        return -1;
+    for (at += 7; *at == '\t' || *at == ' '; at++)
+        ;
+    if (*at < '0' || *at > '7')
+        return -1;
+    for (mask = 0; *at >= '0' && *at <= '7'; at++)
+        mask = mask * 8 + (*at - '0');
+    return mask & 0777;
+}
+
+/* The permission bits a mkdir(mode) of `abs` would give the folder it made: mode less
+ * the umask (the sticky bit kept), and the set-group-ID bit of a parent that has it;
+ * -1 where the umask or the parent cannot be read, the parent has a default ACL, or
+ * `found` is not owned as such a folder would be (by this process's effective user,
+ * and group, or the parent's group where it has the set-group-ID bit). errno may change. */
+static int made_dir_bits(const char *abs, mode_t mode, const struct stat *found)
+{
+    char parent[SHIM_PATHBUF];
+    struct stat st;
+    const char *slash = strrchr(abs, '/');
+    int mask = own_umask(), bits;
+    size_t len;
+    if (mask < 0 || slash == NULL)
+        return -1;
+    len = slash == abs ? 1 : (size_t)(slash - abs);
+    memcpy(parent, abs, len);
+    parent[len] = '\0';
+    if (shim_raw_stat(parent, &st) != 0)
+        return -1;
+    /* a parent's default ACL, not the umask, masks what is made in it */
+    if (syscall(SYS_getxattr, parent, "system.posix_acl_default", NULL, 0) >= 0 ||
+        (errno != ENODATA && errno != EOPNOTSUPP))
+        return -1;
+    if (found->st_uid != (uid_t)syscall(SYS_geteuid) ||
+        found->st_gid != ((st.st_mode & S_ISGID) ? st.st_gid : (gid_t)syscall(SYS_getegid)))
+        return -1;
+    bits = (int)(mode & ~(mode_t)mask & 01777);
+    if (st.st_mode & S_ISGID)
+        bits |= S_ISGID;
+    return bits;
+}
+
+/* 1 if the folder at `abs` holds no entry but `.` and `..`, 0 if it holds one, -1 where
+ * it cannot be read (raw calls: a descriptor the program never sees as its own). */
+static int dir_is_empty(const char *abs)
+{
+    struct dirent64_raw {
+        uint64_t d_ino;
+        int64_t d_off;
+        unsigned short d_reclen;
+        unsigned char d_type;
+        char d_name[1];
+    };
+    char buf[1024];
+    long n, at;
+    int empty = 1;
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, abs,
+                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    while (empty == 1 && (n = syscall(SYS_getdents64, fd, buf, sizeof buf)) != 0) {
+        if (n < 0) {
+            empty = -1;
+            break;
+        }
+        for (at = 0; at < n;) {
+            const struct dirent64_raw *d = (const struct dirent64_raw *)(buf + at);
+            const char *name = buf + at + offsetof(struct dirent64_raw, d_name);
+            if (!(name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))))
+                empty = 0;
+            at += d->d_reclen;
+        }
+    }
+    syscall(SYS_close, fd);
+    return empty;
+}
+
+/* A mkdir that answered EEXIST: where a directory is at the path (not followed) with
+ * the permission bits and owner a folder this call made would have had, `Z` (path,
+ * those bits in octal, `empty` or `entries`): inside an exist_ok creation (shim_or_dir)
+ * the caller ends the same as where nothing was, and finds the same folder after it
+ * (the same stat where it is empty); outside one, a fourth field `lock` (the caller may
+ * tell: the reader holds it as found, but for `mkdir -p`).
+ * Anything else there (a file, a symbolic link, another folder): `S`, a lookup that
+ * found it. */
+static void mkdir_found(int dirfd, const char *path, mode_t mode)
+{
+    char abs[SHIM_PATHBUF], bits[16];
+    const char *f[4];
+    struct stat st;
+    int e = errno, want;
+    long r;
+#ifdef SYS_newfstatat
+    r = syscall(SYS_newfstatat, dirfd, path, &st, AT_SYMLINK_NOFOLLOW);
+#else
+    r = syscall(SYS_fstatat64, dirfd, path, &st, AT_SYMLINK_NOFOLLOW);
+#endif
+    if (r != 0 || !S_ISDIR(st.st_mode) || shim_abspath(dirfd, path, abs) != 0 ||
+        strncmp(abs, "/proc/", 6) == 0 || strncmp(abs, "/dev/", 5) == 0) {
+        shim_rec('S', dirfd, path);
+        errno = e;
+        return;
+    }
+    /* once per process, path and scope (the umask read and the parent's lookups are
+     * not free, and a program may mkdir an existing folder at every file it writes) */
+    if (shim_seen(shim_or_dir > 0 ? 'Z' : 'z', abs)) {
+        errno = e;
+        return;
+    }
+    want = made_dir_bits(abs, mode, &st);
+    if (want < 0 || (int)(st.st_mode & 07777) != want) {
+        shim_emit_path('S', abs);
+        errno = e;
+        return;
+    }
+    r = 0;
+    do
+        bits[r++] = (char)('0' + (want & 7));
+    while ((want >>= 3) != 0);
+    bits[r] = '\0';
+    for (want = 0; want < r / 2; want++) { /* the digits, most significant first */
+        char c = bits[want];
+        bits[want] = bits[r - 1 - want];
+        bits[r - 1 - want] = c;
+    }
+    f[0] = abs;
+    f[1] = bits;
+    /* an empty folder's stat (its size, link count) is a made one's too */
+    f[2] = dir_is_empty(abs) == 1 ? "empty" : "entries";
+    f[3] = "lock"; /* outside the scope: the caller may tell EEXIST from a success */
+    shim_emit('Z', 0, shim_or_dir > 0 ? 3 : 4, f);
+    errno = e;
+}
+
+#define MKDIR_POST(r, dirfd, path, mode)                                       \
+    do {                                                                       \
+        if ((r) != 0 && errno == EEXIST && shim_on())                          \
+            mkdir_found((dirfd), (path), (mode));                              \
+        else                                                                   \
+            SHIM_MADE((r) == 0, (dirfd), (path));                              \
+    } while (0)
 
 int mkdir(const char *path, mode_t mode)
 {
     int r = REAL(mkdir)(path, mode);
-    SHIM_MADE(r == 0, AT_FDCWD, path);
+    MKDIR_POST(r, AT_FDCWD, path, mode);
     return r;
 }
 
 int mkdirat(int dirfd, const char *path, mode_t mode)
 {
     int r = REAL(mkdirat)(dirfd, path, mode);
-    SHIM_MADE(r == 0, dirfd, path);
+    MKDIR_POST(r, dirfd, path, mode);
     return r;
 }
 

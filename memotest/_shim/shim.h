@@ -196,6 +196,10 @@ int shim_raw_stat(const char *path, struct stat *st) SHIM_HIDDEN; /* 0 or errno 
 /* Write one record: OP PID ':' COUNT NUL FIELD{COUNT}. Dedups R W N S M L D O C.
  * pid 0 means this process (looked up only if the record is written). */
 void shim_emit(char op, pid_t pid, int nfields, const char *const *fields) SHIM_HIDDEN;
+/* 1 if (key, abs) was already seen by this process (or an ancestor before fork), as
+ * the dedup of records; otherwise remembers it and returns 0. For records that are not
+ * deduplicated by shim_emit (`key` need not be a record's op). */
+int shim_seen(char key, const char *abs) SHIM_HIDDEN;
 /* One-field record of an already absolute, normalized path, for this pid. */
 void shim_emit_path(char op, const char *abs) SHIM_HIDDEN;
 /* `I` record (never deduplicated) and the status byte. */

@@ -48,11 +48,14 @@ import stat
 from collections.abc import Iterable, Sequence
 
 from memotest.inputs.base import InputKind
-from memotest.model import Input, Kind, Trace
+from memotest.model import DIR_OF_BITS, Input, Kind, Trace
 from memotest.world.fingerprint import NO_DIGEST, UNREADABLE, FileStates, Fingerprint, Refresh
 
 #: The digest of an absence that a directory at the path also satisfies.
 OR_DIR = "or-dir"
+#: ... a directory of the permission bits after the colon (octal): what an exist_ok
+#: ``mkdir`` found (the shim's ``Z``), and the folder it would have made where nothing was.
+OR_DIR_OF_BITS = "or-dir:"
 #: ... a regular file (writable, one link), an empty one, anything but a directory.
 OR_FILE = "or-file"
 OR_EMPTY_FILE = "or-empty-file"
@@ -78,9 +81,13 @@ class Absent(InputKind):
         first = trace.first_change.get(path)
         state = trace.missing_or.get(path)
         if state is not None:
-            digest = _DIGESTS[state]
+            digest = _digest_of(state)
             if first is not None:
                 return Fingerprint(path, Kind.ABSENT, digest), []  # as the call found it
+            if digest.startswith(OR_DIR_OF_BITS):  # found as such a folder, left so
+                if now.kind is Kind.ABSENT or _dir_of_bits(states.lstat(path), digest):
+                    return Fingerprint(path, Kind.ABSENT, digest), []
+                return now, [f"{path} changed while the target ran"]
         elif first == "N":
             digest = NO_ENTRY
         else:
@@ -103,6 +110,9 @@ class Absent(InputKind):
         if digest == OR_DIR:
             st = states.lstat(path)
             return st is None or (st is not UNREADABLE and stat.S_ISDIR(st.st_mode))
+        if digest.startswith(OR_DIR_OF_BITS):
+            st = states.lstat(path)
+            return st is None or _dir_of_bits(st, digest)
         if digest == NO_ENTRY:
             return states.lstat(path) is None
         if digest == OR_NOT_DIR:
@@ -124,6 +134,9 @@ class Absent(InputKind):
     ) -> str | None:
         if recorded.digest == OR_DIR:
             return "appeared, not as a directory"
+        if recorded.digest.startswith(OR_DIR_OF_BITS):
+            bits = recorded.digest[len(OR_DIR_OF_BITS) :]
+            return f"is there, not as a directory of mode {bits} (an exist_ok mkdir found one)"
         if recorded.digest == OR_NOT_DIR:
             return "is now a directory"
         if recorded.digest in (OR_FILE, OR_EMPTY_FILE):
@@ -136,6 +149,19 @@ class Absent(InputKind):
 
 
 KIND = Absent()
+
+
+def _digest_of(state: str) -> str:
+    if state.startswith(DIR_OF_BITS):
+        return OR_DIR_OF_BITS + state[len(DIR_OF_BITS) :]
+    return _DIGESTS[state]
+
+
+def _dir_of_bits(st: os.stat_result | None, digest: str) -> bool:
+    """A directory (not a symbolic link) with the permission bits ``digest`` names."""
+    if st is None or st is UNREADABLE or not stat.S_ISDIR(st.st_mode):
+        return False
+    return f"{stat.S_IMODE(st.st_mode):o}" == digest[len(OR_DIR_OF_BITS) :]
 
 
 def _the_file(path: str, st: os.stat_result, empty: bool) -> bool:

@@ -100,7 +100,9 @@ class Conflicts:
         skip = self.step.ignore.also(self.step.store_dir, outcome.workdir)
         written = {p for p in trace.writes | trace.deleted if not skip(p)}
         reads = trace.reads | trace.stats | trace.missing | trace.execs | trace.loaded
-        used = trace.reads | trace.missing | trace.execs | trace.loaded | trace.listed
+        # a folder only an exist_ok mkdir found (``Z``) is found, not looked for in vain
+        missed = trace.missing - trace.found_dirs
+        used = trace.reads | missed | trace.execs | trace.loaded | trace.listed
         entries: dict[str, set[str]] = {}
         for p in (trace.created or trace.writes) | trace.deleted:
             if not skip(p):
@@ -110,7 +112,7 @@ class Conflicts:
             listed={p for p in trace.listed if not skip(p)},
             writes=written,
             made_dirs={p for p in written if _made_folder(trace, p)},
-            found={p for p in trace.stats - used - written if not skip(p)},
+            found={p for p in (trace.stats | trace.found_dirs) - used - written if not skip(p)},
             entry_dirs=set(entries),
             entry_names=entries,
             looked_for=_looked_for(trace, skip),

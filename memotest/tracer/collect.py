@@ -151,6 +151,11 @@ def build_trace(
     trace.missing_or = held_as(seen_as, read_back | (trace.reads & seen_as.keys()))
     for path in strictly_missing:
         trace.missing_or.pop(path, None)
+    trace.found_dirs = {
+        path
+        for path in fold.dirs_found
+        if path in trace.missing_or and path not in fold.or_dir_missed
+    }
     trace.incomplete = _dedup(incomplete)
     trace.complete = not trace.incomplete
     return trace

@@ -1,8 +1,10 @@
 """What a creation's success saw at its path, when it would have succeeded on another
-state too: the shim's ``Y`` (absent or a directory), ``V``/``Q`` (absent or a regular
-file: an ``O_CREAT`` open without ``O_EXCL``) and ``J`` (absent or not a directory: a
-plain ``rename``), folded per path into ``Trace.missing_or`` (``inputs/absent.py``,
-``_shim/PROTOCOL.md``, ``docs/limits.md``, "A plain creation's success").
+state too: the shim's ``Y`` (absent or a directory), ``Z`` (an exist_ok ``mkdir`` that
+found a directory: absent or a directory of those permission bits), ``V``/``Q`` (absent
+or a regular file: an ``O_CREAT`` open without ``O_EXCL``) and ``J`` (absent or not a
+directory: a plain ``rename``), folded per path into ``Trace.missing_or``
+(``inputs/absent.py``, ``_shim/PROTOCOL.md``, ``docs/limits.md``, "A plain creation's
+success", "A folder an exist_ok mkdir found").
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Collection
 
-from memotest.model import ProcessInfo
+from memotest.model import DIR_OF_BITS, ProcessInfo
 
 #: ``Q``, an ``O_CREAT`` open that keeps a file's bytes, made the file: it ends the same
 #: on a regular file where nothing reads the path (its bytes are then nobody's input, as
@@ -30,8 +32,12 @@ def _narrowest(states: set[str]) -> str | None:
     a file together."""
     if len(states) == 1:
         return next(iter(states))
-    if "dir" in states:
-        return None
+    dirs = {s for s in states if s == "dir" or s.startswith(DIR_OF_BITS)}
+    if dirs:
+        # a folder and a file together: absent only; a folder of given permission bits
+        # (``Z``) is a folder: those bits, where no two ``Z`` disagree
+        pinned = dirs - {"dir"}
+        return next(iter(pinned)) if len(dirs) == len(states) and len(pinned) == 1 else None
     return next(s for s in _FILE_STATES if s in states)
 
 

@@ -79,6 +79,11 @@ class Fold:
         self.seen_as: dict[str, set[str]] = {}  # "absent or ..." (Y, V, Q, J)
         self.read_back: set[str] = set()  # of those, read by the tree, before or after
         self.strictly_missing: set[str] = set()  # missed by any other lookup (M)
+        #: Folders an exist_ok ``mkdir`` found (``Z``), each with the pids that found it:
+        #: their trees' later lookups of the path are implied (:func:`implied`).
+        self.dirs_found: dict[str, set[int]] = {}
+        self.found_empty: set[str] = set()  # of those, empty when first found: same stat
+        self.or_dir_missed: set[str] = set()  # missed inside an exist_ok creation (Y)
 
     def copy(self) -> Fold:
         """A fold that goes on from this one's state, this one left as it is."""
@@ -92,6 +97,9 @@ class Fold:
         for name in ("last_exec", "killed", "two_lives", "norm", "by_pid", "read_back"):
             setattr(new, name, copy.copy(getattr(self, name)))
         new.strictly_missing = set(self.strictly_missing)
+        new.dirs_found = {path: set(pids) for path, pids in self.dirs_found.items()}
+        new.found_empty = set(self.found_empty)
+        new.or_dir_missed = set(self.or_dir_missed)
         new.pending = {pid: list(paths) for pid, paths in self.pending.items()}
         new.listers = {path: set(pids) for path, pids in self.listers.items()}
         new.seen_as = {path: set(states) for path, states in self.seen_as.items()}
@@ -123,6 +131,8 @@ class Fold:
         killed, listers, two_lives = self.killed, self.listers, self.two_lives
         by_pid, seen_as, read_back = self.by_pid, self.seen_as, self.read_back
         strictly_missing, clean = self.strictly_missing, self.clean
+        dirs_found, or_dir_missed = self.dirs_found, self.or_dir_missed
+        found_empty = self.found_empty
         elsewhere = trace.read_elsewhere
         for ev in events:
             op = ev.op
@@ -131,6 +141,8 @@ class Fold:
                 if path is not None:
                     killed.add((ev.pid, path))
                 continue
+            if op == "Z" and len(ev.fields) > 3 and not mkdir_p(images.get(ev.pid)):
+                op = "S"  # outside an exist_ok scope: its caller may tell, it found it
             if op == "E" and len(ev.fields) == 1:
                 last_exec[ev.pid] = ev.path
             elif not (op == "E" or op == "H"):
@@ -142,6 +154,15 @@ class Fold:
                 if path is not None and path not in changed:
                     if op == "M" and mkdir_p(images.get(ev.pid)):
                         op = "Y"
+                    if (
+                        op in "ST"
+                        and path in dirs_found
+                        and (op == "S" or path in found_empty)  # T: its size, its links
+                        and implied(path, ev.pid, dirs_found[path], images, changed)
+                    ):
+                        continue  # what the exist_ok mkdir left there, in either state
+                    if op == "Y":
+                        or_dir_missed.add(path)
                     if op in OR_STATES:
                         if op == "J":  # a rename onto it, or an unlink that left it absent
                             changed.add(path)
@@ -162,6 +183,15 @@ class Fold:
                             timed.add(path)
                     if op != "M" and ev.pid != root_pid and (ev.pid, path) not in own_reads:
                         elsewhere.add(path)
+            elif op == "Z":  # an exist_ok mkdir (or ``mkdir -p``) found a folder it makes
+                path = clean(ev.path)
+                if path is not None and path not in changed and path not in trace.reads:
+                    bits = ev.fields[1] if len(ev.fields) > 1 else "?"
+                    seen_as.setdefault(path, set()).add(f"dir:{bits}")
+                    if path not in dirs_found and ev.fields[2:3] == ("empty",):
+                        found_empty.add(path)  # as a made one: its stat is one's too
+                    dirs_found.setdefault(path, set()).add(ev.pid)
+                    trace.missing.add(path)
             elif op in "WNDU":
                 path = clean(ev.path)
                 if path is not None:
@@ -245,6 +275,31 @@ class Fold:
                 )
             elif op == "I":
                 incomplete.append(Incomplete(ev.pid, _exe(images, ev.pid), ev.path))
+
+
+def implied(
+    path: str, pid: int, finders: set[int], images: dict[int, ProcessInfo], changed: set[str]
+) -> bool:
+    """Whether a lookup of ``path`` by ``pid`` that found it is implied by the ``Z`` of
+    one of ``finders`` (an exist_ok ``mkdir`` that found a folder there with the
+    permission bits and owner it would have made it with): ``pid`` is a finder or a
+    descendant of one, and the tree changed neither the path (the caller asks) nor a
+    folder above it since. Where the path was absent, that ``mkdir`` made the same
+    folder: the lookup finds it either way (a ``stat``'s size and link count too, where
+    the folder found was empty: the caller asks)."""
+    parent = os.path.dirname(path)
+    while parent and parent != "/":
+        if parent in changed:
+            return False
+        parent = os.path.dirname(parent)
+    for _ in range(256):  # a ppid chain, which a reused pid could make a loop
+        if pid in finders:
+            return True
+        info = images.get(pid)
+        if info is None or info.ppid is None:
+            return False
+        pid = info.ppid
+    return False
 
 
 def _int(s: str | None) -> int | None:

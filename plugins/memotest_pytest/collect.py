@@ -55,6 +55,44 @@ def named_paths(config):  # no annotations: any Python the tests use runs this f
     return tuple(paths) if all(p.exists() for p in paths) else None
 
 
+def benchmark_storage_or_dir():
+    """pytest-benchmark, where it is loaded, makes its storage folder (``.benchmarks``)
+    when configured (``FileStorage.__init__``, and ``get`` at each save) with
+    ``Path.mkdir(parents=True)``, dropping any ``OSError``: it ends the same where the
+    folder was and where nothing was. Told so to the shim (``memotest_shim_or_dir``), as
+    ``memotest_walk`` does in tox's and nox's pytest: the folder it made holds where it
+    is left (the shim's ``Y``), the folder it found where it is absent, in a fresh
+    checkout (``Z``); a file there runs again. Called from a ``pytest_configure`` run
+    before pytest-benchmark's: the collection's (``BenchmarkStorage``) and each
+    target's (``narrow.py``)."""
+    if "pytest_benchmark" not in sys.modules:
+        return
+    try:
+        import ctypes
+
+        scope = ctypes.PyDLL(None).memotest_shim_or_dir
+        from pytest_benchmark.storage.file import FileStorage
+    except (ImportError, OSError, AttributeError):
+        return  # no shim (not memotest's run), or another pytest-benchmark
+    for name in ("__init__", "get"):
+        real = FileStorage.__dict__.get(name)
+        if callable(real) and not getattr(real, "__memotest_or_dir__", False):
+            setattr(FileStorage, name, _or_dir(real, scope))
+
+
+def _or_dir(real, scope):
+    def method(*args, **kwargs):
+        scope(1)
+        try:
+            return real(*args, **kwargs)
+        finally:
+            scope(-1)
+
+    method.__memotest_or_dir__ = True
+    method.__wrapped__ = real
+    return method
+
+
 def within(path, named):
     """Whether ``path`` is one of ``named`` or inside one."""
     return any(path == w or w in path.parents for w in named)
@@ -121,37 +159,9 @@ def main():
                 self.files[str(path)] += 1
 
     class BenchmarkStorage:
-        """pytest-benchmark makes its storage folder (``.benchmarks``) when configured, with
-        ``Path.mkdir(parents=True)``, dropping any ``OSError``: it ends the same where the
-        folder was and where nothing was. Told so to the shim (``memotest_shim_or_dir``),
-        as ``memotest_walk`` does in tox's and nox's pytest: the folder the first build's
-        collection made does not collect again at the second (a file there does)."""
-
         @pytest.hookimpl(tryfirst=True)  # before pytest-benchmark's, which makes it
         def pytest_configure(self, config):
-            if "pytest_benchmark" not in sys.modules:
-                return
-            try:
-                import ctypes
-
-                scope = ctypes.PyDLL(None).memotest_shim_or_dir
-                from pytest_benchmark.storage.file import FileStorage
-            except (ImportError, OSError, AttributeError):
-                return  # no shim (not memotest's run), or another pytest-benchmark
-            real = FileStorage.__dict__.get("__init__")
-            if not callable(real) or getattr(real, "__memotest_or_dir__", False):
-                return
-
-            def init(*args, **kwargs):
-                scope(1)
-                try:
-                    return real(*args, **kwargs)
-                finally:
-                    scope(-1)
-
-            init.__memotest_or_dir__ = True
-            init.__wrapped__ = real
-            FileStorage.__init__ = init
+            benchmark_storage_or_dir()
 
     class Noted(pytest.File):
         def collect(self):

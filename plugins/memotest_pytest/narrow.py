@@ -41,7 +41,7 @@ from pathlib import Path
 
 import pytest
 
-from memotest_pytest.collect import ONLY, PART, named_paths
+from memotest_pytest.collect import ONLY, PART, benchmark_storage_or_dir, named_paths
 from memotest_pytest.results import start as record_results
 
 #: The tests of a partial run (``memotest/check/select.py``'s ``SELECT_ENV``: this plugin runs
@@ -114,6 +114,14 @@ def _wanted(config: pytest.Config) -> Wanted | None:
     wanted = None if named is None else Wanted(named)
     config.stash[_WANTED] = (args, wanted)
     return wanted
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-benchmark's, which makes its storage
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest-benchmark's storage folder, made or found, told to the shim as "absent or a
+    directory" (``collect.benchmark_storage_or_dir``): in a run forked from a worker that
+    configured pytest, at the worker's configuration, whose record each run holds."""
+    benchmark_storage_or_dir()
 
 
 @pytest.hookimpl(tryfirst=True)  # before conftests' own, which may answer False
