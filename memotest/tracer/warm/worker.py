@@ -279,11 +279,10 @@ class Worker:
         phases: bool = False,
         **_: object,
     ) -> RemoteProcess:
-        """Forks a run of ``argv`` (``PYTHON -m MODULE ARGS``); the Popen of a TracedRun.
-        ``phases``: the run also reports the code each of its labelled parts executed
-        (``memotest/recording/parts.py``, what ``--select tests`` reads). Raises
-        :class:`WarmUnavailable` when the worker cannot take it (or is no longer a worker
-        of ``spec``: :meth:`promote`)."""
+        """Forks a run of ``argv`` (``PYTHON -m MODULE ARGS``), the Popen of a TracedRun,
+        which also maps each labelled part's code if ``phases`` (``--select tests``).
+        Raises :class:`WarmUnavailable` when the worker cannot take it (or is no longer a
+        worker of ``spec``: :meth:`promote`)."""
         proc = self.run.proc
         if not self.usable or proc is None or proc.stdin is None:
             raise WarmUnavailable(self.why or "the worker is not ready")
