@@ -151,6 +151,11 @@ def test_an_ignored_folder_made_beside_by_another_process_keeps_the_record(
 PYTEST_WAITS = """\
 import mod
 
+try:
+    import looked_for  # noqa: F401
+except ImportError:
+    pass
+
 
 def test_waits():
     assert mod.X == 1
@@ -161,7 +166,13 @@ def test_waits():
 
 
 @pytest.mark.parametrize(
-    ("made", "replays"), [(".tool-cache", True), ("newmod.py", False), ("newpkg", False)]
+    ("made", "replays"),
+    [
+        (".tool-cache", True),
+        ("newmod.py", True),
+        ("looked_for.py", False),
+        ("looked_for", False),
+    ],
 )
 def test_an_entry_no_reader_of_the_listing_looked_for_keeps_the_record(
     tmp_path: Path, made: str, replays: bool
@@ -169,8 +180,9 @@ def test_an_entry_no_reader_of_the_listing_looked_for_keeps_the_record(
     # The quickstart at -j2 where pytest-benchmark is installed: another target makes
     # `.benchmarks` (here `.tool-cache`) at the root while this one's pytest has listed
     # it (its import system, which reports what it looked for). No import takes a dotted
-    # name: that is the change.
-    # A module or a package an import would now find is not: it stays refused.
+    # name: that is the change. Nor did one look for `newmod` (a plain pytest watches
+    # the names its imports look for from its start: `walk_path/sitecustomize.py`).
+    # A module or a package an import looked for and would now find is not: refused.
     import sys
 
     tree, sync = tmp_path / "tree", tmp_path / "sync"
