@@ -28,11 +28,10 @@ Standard library only, Python 3.10 syntax: it runs in the worker
 """
 
 import builtins
-import dis
 import sys
 
 from .class_lines import _module_attribute
-from .codes import _PRESET, _QUIET, _dropping, _hashing
+from .codes import _PRESET, _QUIET, _dropping, _hashing, instructions
 
 #: The exact types of the values followed: built-in, immutable, whose methods below and
 #: whose conversions by the builtins below run C code only.
@@ -202,7 +201,7 @@ def _genexpr(code, item, namespace, vouched):
     """Follows a generator expression of the module over items of type ``item`` (None:
     no items): the type of what it yields. Only ``(f(x) for x in it)``, one loop and no
     condition; its offsets are then vouched for."""
-    ins = list(dis.get_instructions(code))
+    ins = instructions(code)
     ops = [i.opname for i in ins]
     if ops.count("FOR_ITER") != 1 or ops.count("YIELD_VALUE") != 1:
         raise Refused("genexpr")
@@ -253,7 +252,7 @@ def quiet_offsets(module_code, namespace):
     """Run side: ``[(code, [offset, ...])]`` for a module body that ran and was made into
     the module whose namespace is ``namespace``: the instructions of its statements whose
     calls ran C code only, and the offsets of the generator expressions they ran."""
-    ins = list(dis.get_instructions(module_code))
+    ins = instructions(module_code)
     if any(i.opname == "IMPORT_STAR" for i in ins):
         return []
     stores, first = {}, {}

@@ -19,10 +19,9 @@ Standard library only, Python 3.10 syntax: it runs in the worker
 (``memotest/worker/__init__.py``).
 """
 
-import dis
 import sys
 
-from .codes import _QUIET, QUIET_CLASS, _hashing, qualname
+from .codes import _QUIET, QUIET_CLASS, _hashing, instructions, qualname
 
 #: What a class statement's bases and keywords may be made of: names and attributes.
 _EXPRESSION = frozenset({"LOAD_NAME", "LOAD_ATTR", "KW_NAMES", "PRECALL", "NOP", "EXTENDED_ARG"})
@@ -33,7 +32,7 @@ _PROPERTY_METHODS = frozenset({"setter", "getter", "deleter"})
 def class_statements(module_code):
     """The class statements of a module body, decorator-free, whose bases and keywords are
     names and attributes: ``[(body code, [instructions], [argument instructions], name)]``."""
-    ins = list(dis.get_instructions(module_code))
+    ins = instructions(module_code)
     out = []
     for n, i in enumerate(ins):
         if i.opname != "LOAD_BUILD_CLASS":
@@ -188,7 +187,7 @@ def _body_offsets(body, cls, namespace, metas):
                 return space[name]
         raise LookupError(name)
 
-    ins = list(dis.get_instructions(body))
+    ins = instructions(body)
     if any(_hashing(ins, n) for n in range(len(ins))):
         return None  # a key's __hash__ or __eq__, a value freed: code at the statement's line
     out, start = [], 0
@@ -299,7 +298,7 @@ def quiet_offsets(module_code, namespace):
     abc = sys.modules.get("abc")
     metas = (type, abc.ABCMeta) if _standard_abc(abc) else (type,)
     stored = {}
-    for i in dis.get_instructions(module_code):
+    for i in instructions(module_code):
         if i.opname in ("STORE_NAME", "DELETE_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"):
             stored[i.argval] = stored.get(i.argval, 0) + 1
     out, mine = {}, []

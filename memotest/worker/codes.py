@@ -44,6 +44,20 @@ import sys
 
 from .first_line import FIRST_LINE, first_line_const
 
+_DECODED = {}  # id(code) -> (code, its instructions): held, so the id is not reused
+
+
+def instructions(code):
+    """``dis.get_instructions(code)`` as a tuple, decoded once (a run's code report reads
+    each module body it imported three times; ``dis`` is pure Python); at most 4096."""
+    found = _DECODED.get(id(code))
+    if found is None or found[0] is not code:
+        if len(_DECODED) >= 4096:
+            _DECODED.clear()
+        found = _DECODED[id(code)] = (code, tuple(dis.get_instructions(code)))
+    return found[1]
+
+
 CO_OPTIMIZED = 0x1
 CO_VARARGS = 0x4
 CO_VARKEYWORDS = 0x8
@@ -151,7 +165,7 @@ def loud_instructions(code, silent):
     """The instructions of ``code`` during which code can run: those not in ``silent``
     and, of those in it, the ``STORE_NAME`` of a module body that can free a value and
     the dict displays that can hash or free one."""
-    ins = list(dis.get_instructions(code))
+    ins = instructions(code)
     dropping = _dropping(ins) if code.co_name == "<module>" else ()
     return [
         i
@@ -244,7 +258,7 @@ def default_sites(code):
     there are: a call that binds no longer raises ``TypeError``). Other defaults (names,
     expressions), a closure, and a generator or coroutine function leave the statement
     out."""
-    ins = [i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
+    ins = [i for i in instructions(code) if i.opname != "EXTENDED_ARG"]
     out = []
     for m, i in enumerate(ins):
         if i.opname != "MAKE_FUNCTION":
@@ -297,7 +311,7 @@ def _listing(code, unseen, first=None):
     for _code, sites in default_sites(code):
         shapes.update(sites)
     out = []
-    for i in dis.get_instructions(code):
+    for i in instructions(code):
         if i.opname == "EXTENDED_ARG":
             continue
         if i.offset in unseen and i.offset in shapes:
