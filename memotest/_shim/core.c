@@ -87,11 +87,7 @@ static size_t fmt_ulong(char *out, unsigned long v)
 
 int shim_raw_stat(const char *path, struct stat *st)
 {
-#ifdef SYS_newfstatat
-    if (syscall(SYS_newfstatat, AT_FDCWD, path, st, 0) == 0)
-#else
-    if (syscall(SYS_fstatat64, AT_FDCWD, path, st, 0) == 0)
-#endif
+    if (shim_raw_fstatat(AT_FDCWD, path, st, 0) == 0)
         return 0;
     return errno;
 }

@@ -436,11 +436,7 @@ static int lookup_misses(int dirfd, const char *path, int at_flags)
     struct stat st;
     int saved = errno, absent;
     long r;
-#ifdef SYS_newfstatat
-    r = syscall(SYS_newfstatat, dirfd, path, &st, at_flags);
-#else
-    r = syscall(SYS_fstatat64, dirfd, path, &st, at_flags);
-#endif
+    r = shim_raw_fstatat(dirfd, path, &st, at_flags);
     absent = r != 0 && (errno == ENOENT || errno == ENOTDIR);
     errno = saved;
     return absent;
@@ -710,11 +706,7 @@ static void mkdir_found(int dirfd, const char *path, mode_t mode)
     struct stat st;
     int e = errno, want;
     long r;
-#ifdef SYS_newfstatat
-    r = syscall(SYS_newfstatat, dirfd, path, &st, AT_SYMLINK_NOFOLLOW);
-#else
-    r = syscall(SYS_fstatat64, dirfd, path, &st, AT_SYMLINK_NOFOLLOW);
-#endif
+    r = shim_raw_fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW);
     if (r != 0 || !S_ISDIR(st.st_mode) || shim_abspath(dirfd, path, abs) != 0 ||
         strncmp(abs, "/proc/", 6) == 0 || strncmp(abs, "/dev/", 5) == 0) {
         shim_rec('S', dirfd, path);

@@ -184,11 +184,7 @@ int shim_entry_mode(int dirfd, const char *path)
 
     if (path == NULL || path[0] == '\0')
         return SHIM_ENTRY_UNKNOWN;
-#ifdef SYS_newfstatat
-    r = syscall(SYS_newfstatat, dirfd, path, &st, AT_SYMLINK_NOFOLLOW);
-#else
-    r = syscall(SYS_fstatat64, dirfd, path, &st, AT_SYMLINK_NOFOLLOW);
-#endif
+    r = shim_raw_fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW);
     if (r == 0)
         mode = (int)(st.st_mode & S_IFMT);
     else
@@ -213,11 +209,7 @@ void shim_rec_no_folder(int dirfd, const char *path)
         slash[1] = '\0';
     else
         *slash = '\0';
-#ifdef SYS_newfstatat
-    r = syscall(SYS_newfstatat, AT_FDCWD, abs, &st, 0);
-#else
-    r = syscall(SYS_fstatat64, AT_FDCWD, abs, &st, 0);
-#endif
+    r = shim_raw_fstatat(AT_FDCWD, abs, &st, 0);
     if (r != 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             shim_emit_path('M', abs);

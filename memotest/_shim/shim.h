@@ -190,6 +190,15 @@ static inline int shim_on(void)
 /* ---- raw syscalls (never interposed, never recorded) */
 static inline pid_t shim_getpid(void) { return (pid_t)syscall(SYS_getpid); }
 static inline pid_t shim_getppid(void) { return (pid_t)syscall(SYS_getppid); }
+/* fstatat(2) as a raw syscall, never through our wrappers: 0, or -1 and errno. */
+static inline long shim_raw_fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+#ifdef SYS_newfstatat
+    return syscall(SYS_newfstatat, dirfd, path, st, flags);
+#else
+    return syscall(SYS_fstatat64, dirfd, path, st, flags);
+#endif
+}
 int shim_raw_stat(const char *path, struct stat *st) SHIM_HIDDEN; /* 0 or errno */
 
 /* ---- records (core.c) */
