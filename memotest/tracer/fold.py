@@ -18,7 +18,7 @@ import os
 from collections import Counter
 from collections.abc import Collection, Iterable
 
-from memotest.model import ORDERLESS_PROGRAMS, Incomplete, ProcessInfo, Trace
+from memotest.model import DIR_OF_BITS, ORDERLESS_PROGRAMS, Incomplete, ProcessInfo, Trace
 from memotest.tracer.creations import OR_STATES, mkdir_p
 from memotest.tracer.log import Event
 from memotest.world.network import unix_path_not_there
@@ -187,7 +187,7 @@ class Fold:
                 path = clean(ev.path)
                 if path is not None and path not in changed and path not in trace.reads:
                     bits = ev.fields[1] if len(ev.fields) > 1 else "?"
-                    seen_as.setdefault(path, set()).add(f"dir:{bits}")
+                    seen_as.setdefault(path, set()).add(DIR_OF_BITS + bits)
                     if path not in dirs_found and ev.fields[2:3] == ("empty",):
                         found_empty.add(path)  # as a made one: its stat is one's too
                     dirs_found.setdefault(path, set()).add(ev.pid)
