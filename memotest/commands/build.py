@@ -198,10 +198,10 @@ def _build(config: plugins.Config, project: Project) -> int:
     finally:
         undo()
         if pool is not None:
+            pool.close()  # the warm workers; a re-warming thread may note events till then
             if args.verbose:
-                for event, times in pool.events.items():
+                for event, times in pool.noted().items():
                     print(f"memotest: {event}" + (f" ({times} times)" if times > 1 else ""))
-            pool.close()  # the warm workers
         if store is not None:
             try:
                 if not args.dry_run:

@@ -277,6 +277,11 @@ class WorkerPool:
         with self._lock:
             self._note(event)
 
+    def noted(self) -> dict[str, int]:
+        """A copy of the events counted so far: threads may count more meanwhile."""
+        with self._lock:
+            return dict(self.events)
+
     def _note(self, event: str) -> None:
         """Counts an event; the caller holds ``_lock``."""
         self.events[event] = self.events.get(event, 0) + 1
