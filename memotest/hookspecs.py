@@ -313,8 +313,9 @@ def memotest_warm_report(report: dict[str, Any], config: Config) -> WarmReading 
     None if the report says nothing to you: ``fresh`` names modules (and packages) the
     run must import itself (never preloaded, and a run whose worker preloaded one of them
     runs again as a fresh process), ``whole`` says the runs with these arguments keep
-    their files whole (their next runs do not note the code they execute). Every
-    plugin's reading counts.
+    their files whole (their next runs do not note the code they execute), and
+    ``unfaithful`` says why else the run's result is not what a fresh run's would be
+    (phrases; the run runs again as a fresh process). Every plugin's reading counts.
 
     Example::
 

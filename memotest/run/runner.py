@@ -189,7 +189,7 @@ class Runner:
                 pool.note(f"a run kept its Python files whole ({whole})")
             crashed = worker.code_level and trace.exit_code in CRASHES
             if (
-                (remote.tainted or crashed)
+                (remote.unfaithful or crashed)
                 and not self.interrupted.is_set()
                 and status != "timeout"
             ):
@@ -200,12 +200,12 @@ class Runner:
                     pool.note(f"{target.name} ran again, fresh: it crashed in a worker")
                     fresh = "it crashed in a worker"
                 else:
-                    names = ", ".join(remote.tainted)
-                    pool.note(f"{target.name} ran again, fresh: the worker had preloaded {names}")
-                    fresh = f"the worker had preloaded {names}"
+                    fresh = "; ".join(remote.unfaithful)
+                    pool.note(f"{target.name} ran again, fresh: {fresh}")
                 # The run wanted a module the worker had preloaded imported afresh (a
                 # plugin's import hook would have rewritten it), or the run's sys.path
-                # would have found it elsewhere: not the result a fresh run would give.
+                # would have found it elsewhere, or a plugin said why else (a conftest
+                # its worker did not configure): not the result a fresh run would give.
                 # Run it again, fresh (tracer/warm/preload.py).
                 log.seek(0)
                 log.truncate()

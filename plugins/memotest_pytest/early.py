@@ -7,7 +7,8 @@ configuration of pytest, with its plugins and the root conftests, one after the 
 the way to the first target (0.5-1 s of the 2-2.5 s before it on structlog, 2 cores).
 
 That worker's spec depends on the collection only through pytest's rootdir and
-configuration file (pinned on the targets' command line) and the test files' folder. The
+configuration file (pinned on the targets' command line) and the test files' folder
+(the deepest one above them with a conftest: ``pinned.conftest_folder``). The
 collection says the first two as soon as pytest is configured (``collect.CONFIGURED``, a
 line written past pytest's capture once every plugin's ``pytest_configure`` ran), and the
 folder is guessed from the names of the files under the paths pytest was given
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING
 from memotest.load.config import Settings
 from memotest.model import Target
 from memotest_pytest.collect import CONFIGURED
-from memotest_pytest.pinned import _config_between, pinned_config
+from memotest_pytest.pinned import _config_between, conftest_folder, pinned_config
 
 if TYPE_CHECKING:
     from memotest.tracer.warm.pool import WorkerPool
@@ -47,10 +48,17 @@ if TYPE_CHECKING:
 SCAN_MOST = 5000
 
 
+def in_folder(folder: Path, rootdir: Path) -> str:
+    """A test file's name in ``folder``, relative to ``rootdir``, for :func:`prepare_args`."""
+    return os.path.relpath(folder / "test_.py", rootdir)
+
+
 def prepare_args(run_args: tuple[str, ...], own: tuple[str, ...], rel: str) -> tuple[str, ...]:
     """``Target.prepare`` of the test file ``rel`` (relative to the rootdir) run with
     ``python -m pytest`` and ``run_args``, its configuration pinned by ``own``: the worker
-    configures pytest as for a file of that folder (``worker_side.PLACEHOLDER``)."""
+    configures pytest as for a file of that folder (``worker_side.PLACEHOLDER``). The
+    loader gives a file of the folder whose initial conftests the target's file gets
+    (``pinned.conftest_folder``)."""
     from memotest_pytest import worker_side
 
     placeholder = os.path.join(os.path.dirname(rel), worker_side.PLACEHOLDER)
@@ -70,12 +78,13 @@ def guessed_target(
     and ``run_args``, forked from a worker that imported ``modules``) from a collection that
     finds ``rootdir``, ``inipath`` and ``settings``; None if it would fork from no worker
     that configured pytest."""
-    if _config_between(folder, Path(inipath).parent if inipath else rootdir):
+    top = Path(inipath).parent if inipath else rootdir
+    if _config_between(folder, top):
         return None
     own = pinned_config(inipath, rootdir, settings)
     rel = os.path.relpath(folder / "test_.py", rootdir)
     command = (python, *run_args, *own, rel)
-    prepare = prepare_args(run_args, own, rel)
+    prepare = prepare_args(run_args, own, in_folder(conftest_folder(folder, top), rootdir))
     return Target(f"pytest:{rel}", command, cwd=str(rootdir), warm=modules, prepare=prepare)
 
 

@@ -55,3 +55,22 @@ def pinned_config(inipath: str | None, rootdir: Path, settings: bool = True) -> 
         return ("-c", inipath, "--rootdir", str(rootdir))
     cut = os.path.dirname(inipath) if inipath else str(rootdir)
     return ("-c", os.devnull, "--rootdir", str(rootdir), "--confcutdir", cut)
+
+
+def conftest_folder(folder: Path, top: Path, seen: dict[Path, Path] | None = None) -> Path:
+    """The deepest folder from ``folder`` up to ``top`` (the configuration's folder)
+    that holds a ``conftest.py``; ``top`` if none does. pytest run on a file of ``folder``
+    imports as initial conftests those of the folders from ``top`` down to it, so a
+    file of ``folder`` gets exactly the initial conftests of a file of this folder: the
+    folders in between have none. One worker configured for this folder serves the files
+    of every folder below it without a conftest of its own. ``seen`` caches the answer
+    per folder across the files of one load. A ``folder`` not below ``top`` is its own."""
+    seen = {} if seen is None else seen
+    if folder in seen:
+        return seen[folder]
+    if folder == top or top not in folder.parents or (folder / "conftest.py").is_file():
+        answer = folder
+    else:
+        answer = conftest_folder(folder.parent, top, seen)
+    seen[folder] = answer
+    return answer

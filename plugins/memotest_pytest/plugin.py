@@ -50,7 +50,7 @@ from memotest_pytest.collect_errors import collection_error, same_file
 # This plugin's other hooks, each in the module of what it is about (pluggy registers
 # every hook function this module holds, so importing them here registers them).
 from memotest_pytest.ignore import memotest_ignore  # noqa: F401
-from memotest_pytest.pinned import _config_between, pinned_config
+from memotest_pytest.pinned import _config_between, conftest_folder, pinned_config
 from memotest_pytest.plain import memotest_before_target  # noqa: F401
 from memotest_pytest.readers import memotest_readers  # noqa: F401
 from memotest_pytest.warm import memotest_warm_report, memotest_worker_modules  # noqa: F401
@@ -236,6 +236,7 @@ def _targets(
     configured = bool(modules) and bool(data.get("narrow")) and configured_workers()
     targets: dict[str, Target] = {}
     seen: dict[Path, bool] = {}
+    conftests: dict[Path, Path] = {}
     for file in sorted(data["files"]):
         rel = os.path.relpath(file, rootdir)
         name = f"pytest:{os.path.relpath(file, home)}"
@@ -245,12 +246,14 @@ def _targets(
         own = () if _config_between(Path(file).parent, top, seen) else pin
         args = file_args(rel, file, bool(data.get("narrow")))
         command = (python, *run_args, *own, *args)
-        # Forked from a worker that configured pytest for the files of this folder
-        # (``worker_side.prepare``): only with the configuration pinned (the same for
-        # every file) and a file given as itself (its folder's conftests).
+        # Forked from a worker that configured pytest for the files of the deepest
+        # folder above with a conftest (``worker_side.prepare``, ``conftest_folder``):
+        # only with the configuration pinned (the same for every file) and a file given
+        # as itself (its folder's conftests).
         prepare: tuple[str, ...] = ()
         if configured and own and args == (rel,):
-            prepare = early.prepare_args(run_args, own, rel)
+            folder = conftest_folder(Path(file).parent, top, conftests)
+            prepare = early.prepare_args(run_args, own, early.in_folder(folder, rootdir))
         n = (splits or {}).get(os.path.normpath(file))
         for part, part_command in (split.parts(name, command, n) if n else {name: command}).items():
             targets[part] = Target(

@@ -13,6 +13,10 @@ just started to name it as a plugin) runs again as a fresh process.
 A run that ran Hypothesis's engine keeps its Python files whole (another run tries other
 examples, so runs other code): the next runs with its arguments do not note the code
 they execute.
+
+A run of a file whose folder got a conftest of its own since the loader gave it the
+worker of a folder above (``pinned.conftest_folder``) stops before its session and runs
+again as a fresh process (``worker_side.unfaithful``).
 """
 
 from __future__ import annotations
@@ -34,4 +38,5 @@ def memotest_worker_modules() -> list[ModuleType]:
 def memotest_warm_report(report: dict[str, Any]) -> WarmReading | None:
     marks = frozenset(m for m in report.get("marked") or () if isinstance(m, str))
     whole = report.get("code") == worker_side.RAN_HYPOTHESIS
-    return WarmReading(marks, whole) if marks or whole else None
+    why = tuple(w for w in report.get("unfaithful") or () if isinstance(w, str))
+    return WarmReading(marks, whole, why) if marks or whole or why else None

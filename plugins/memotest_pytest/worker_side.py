@@ -137,9 +137,28 @@ def keep_whole(codes):
     return None
 
 
+#: Why this run's result may not be a fresh run's (``unfaithful``): it runs again fresh.
+UNFAITHFUL = []
+
+
 def report():
-    """The names pytest marked for rewriting."""
-    return {"marked": sorted(MARKS)}
+    """The names pytest marked for rewriting, and why the run is not a fresh one's."""
+    return {"marked": sorted(MARKS), "unfaithful": list(UNFAITHFUL)}
+
+
+def unfaithful(files, folder):
+    """Why a run of ``files`` from a worker prepared for ``folder`` would not be a fresh
+    run's: a ``conftest.py`` in a folder between one of them and ``folder``, which a
+    fresh pytest imports as an initial conftest and the run would import late, during
+    its collection. The loader gave that folder because there was none
+    (``pinned.conftest_folder``); one made since is found here."""
+    for name in files:
+        here = os.path.dirname(os.path.abspath(str(name).split("::")[0]))
+        while here != folder and here.startswith(folder + os.sep):
+            if os.path.isfile(os.path.join(here, "conftest.py")):
+                return f"{os.path.join(here, 'conftest.py')} is not its worker's"
+            here = os.path.dirname(here)
+    return None
 
 
 #: The run a worker prepared (``prepare``): pytest's config, the arguments common to its
@@ -188,6 +207,7 @@ def prepare(module, args):
         raise RuntimeError("pytest did not take the placeholder as the last path")
     config._do_configure()
     PREPARED.update(config=config, common=list(args[:-1]), before=given[:-1])
+    PREPARED["folder"] = os.path.dirname(placeholder)
     PREPARED["main"] = sys.argv[0]  # each run's: found once (a worker's input, as pytest)
     PREPARED["session"] = prepare_session(config)
     compile_xml_escape()
@@ -338,6 +358,10 @@ def run_prepared(job):
                 files = parse(rest, option, namespace=option)
             else:
                 files = config._parser.parse(rest, namespace=option).file_or_dir
+            why = unfaithful(files, PREPARED["folder"])
+            if why is not None:  # the run starts again, fresh (``warm.py``)
+                UNFAITHFUL.append(why)
+                return 0
             option.file_or_dir = [*PREPARED["before"], *files]
             config.known_args_namespace.file_or_dir = list(option.file_or_dir)
             config.args = [str(a) for a in option.file_or_dir]

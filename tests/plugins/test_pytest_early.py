@@ -55,10 +55,12 @@ def test_early_worker_and_what_the_collection_decides(tmp_path: Path) -> None:
     assert (rc, st) == (0, {a: "cached", b: "cached"}) and EARLY not in out, out
 
     # A conftest that ignores a folder, the one holding the first test file: the guess
-    # takes that folder, whose worker no target uses (the collection's worker is promoted
-    # for them); the ignored file is no target. The conftest changed: both run again.
+    # takes that folder (a conftest of its own: the worker of its files is its own), whose
+    # worker no target uses (the collection's worker is promoted for them); the ignored
+    # file is no target. The conftest changed: both run again.
     (proj / "tests/aa").mkdir()
     (proj / "tests/aa/test_0.py").write_text("def test_0():\n    assert False\n")
+    (proj / "tests/aa/conftest.py").write_text("")
     conftest = proj / "tests/conftest.py"
     conftest.write_text(CONFTEST + 'collect_ignore = ["aa"]\n')
     rc, out, st = build_statuses(proj, "-j1", "-v", "--pytest", "tests", env=env)
@@ -70,6 +72,7 @@ def test_early_worker_and_what_the_collection_decides(tmp_path: Path) -> None:
     # early worker configured with (the conftest's import): every run forked from it
     # depends on it, as on a worker started after the collection (test_a runs again).
     (proj / "tests/aa/test_0.py").unlink()  # the guess: tests/ again
+    (proj / "tests/aa/conftest.py").unlink()
     (proj / "tests/test_b.py").write_text("VALUE = 2\n")
     (proj / "tests/test_c.py").write_text("def test_c(level):\n    assert level == 2\n")
     (proj / "helper.py").write_text("LEVEL = 2\n")

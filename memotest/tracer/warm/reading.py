@@ -24,6 +24,10 @@ class WarmReading:
     #: Whether the runs with this run's arguments keep their Python files whole whatever
     #: they execute: their next runs do not note the code they execute.
     whole: bool = False
+    #: Why the run's result may not be what a fresh run's would be (each a phrase, such
+    #: as "tests/sub/conftest.py is not its worker's"): the run runs again as a fresh
+    #: process.
+    unfaithful: tuple[str, ...] = ()
 
 
 def read_report(report: dict[str, Any], config: Any = None) -> WarmReading:
@@ -32,7 +36,11 @@ def read_report(report: dict[str, Any], config: Any = None) -> WarmReading:
 
     readings = plugins.call("memotest_warm_report", config=config, report=report)
     found = [r for r in readings if r is not None]
-    return WarmReading(frozenset().union(*(r.fresh for r in found)), any(r.whole for r in found))
+    return WarmReading(
+        frozenset().union(*(r.fresh for r in found)),
+        any(r.whole for r in found),
+        tuple(why for r in found for why in r.unfaithful),
+    )
 
 
 def marked(name: str, marks: set[str] | frozenset[str]) -> bool:

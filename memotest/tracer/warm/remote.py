@@ -97,6 +97,14 @@ class RemoteProcess:
         imported = sorted(n for n in preloaded if fresh and marked(n, fresh))
         return [*imported, *map(str, report.get("shadowed") or ())]
 
+    @property
+    def unfaithful(self) -> list[str]:
+        """Why the run's result is not what a fresh run's would be: the modules of
+        :attr:`tainted`, and what plugins said (``WarmReading.unfaithful``)."""
+        names = self.tainted
+        why = [f"the worker had preloaded {', '.join(names)}"] if names else []
+        return [*why, *(self._reading.unfaithful if self._reading is not None else ())]
+
     def lose(self) -> None:
         """The worker is gone: the run (now re-parented to us) is ended and not trusted."""
         self.lost = "the warm worker ended during the run"
