@@ -18,14 +18,14 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from memotest.check.plan import Fresh, Stale
 from memotest.drive.step import Step
 from memotest.inputs.entries import looked_for
 from memotest.load import plugins
 from memotest.loop import schedule
-from memotest.model import Outcome, Target, Trace
+from memotest.model import Kind, Outcome, Target, Trace
 from memotest.reporting.report import Summary
 from memotest.store import Record, Store
 
@@ -65,13 +65,22 @@ class Conflicts:
                     if not ids.isdisjoint(getattr(rec.inputs, "ids", ())):
                         frontier.add(n)
             maybe |= frontier
+        # Only what one of them writes (or whose folder's entries it changes) can make
+        # an edge: a record that observed none of those paths gets a footprint of its
+        # writes alone, without reading its inputs (thousands a pytest file).
+        writes = {w for n in maybe if (r := records.get(n)) is not None for w in r.writes}
+        keys = writes | {os.path.dirname(w) for w in writes}
+        key_ids = self.store.fp_ids_of_paths(keys) if keys else set()
         footprints = {}
         for n in maybe:
             rec = records.get(n)
-            if rec is not None:
-                footprints[n] = schedule.Footprint.of(
-                    ((i.path, i.kind) for i in rec.inputs), rec.writes
-                )
+            if rec is None:
+                continue
+            ids = getattr(rec.inputs, "ids", None)
+            inputs: Iterable[tuple[str, Kind]] = ()
+            if ids is None or not key_ids.isdisjoint(ids):
+                inputs = ((i.path, i.kind) for i in rec.inputs)
+            footprints[n] = schedule.Footprint.of(inputs, rec.writes)
         edges = schedule.conflict_edges(footprints, self.serial)
         learned = self.store.get_meta(schedule.LEARNED_KEY)
         edges += schedule.learned_edges(learned, maybe, self.serial)
