@@ -57,8 +57,17 @@ STDLIB = (
 #: Constructs a module of the standard library may not have, on every version.
 SYNTHETIC = """
 import sys
-import sysconfig
 from os import path as p
+
+NAMES = frozenset(("a", "b"))
+JOINED = ", ".join(str(i) for i in range(3))
+SIZE = len("abc")
+
+class Plain:
+    x = 1
+    @property
+    def value(self):
+        return self.x
 
 class Base:
     def method(self, x=1, *, y=2):
