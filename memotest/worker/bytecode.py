@@ -14,9 +14,10 @@ order: ``EXTENDED_ARG`` included, the inline ``CACHE`` entries of Python 3.11+ l
   (backward jumps, the target past the instruction's caches from 3.12), the comparison,
   ``FORMAT_VALUE``'s and ``CONVERT_VALUE``'s conversion, 3.13's pairs of locals, 3.11's
   ``dis.UNKNOWN`` for a constant of ``KW_NAMES``; else ``arg`` (None without one);
-* ``line``: the line ``codes.digest`` has always taken for it, ``positions.lineno`` from
-  Python 3.11 (``co_lines()``, which reads the same table), ``starts_line`` on 3.10
-  (the line when the instruction starts one, else None).
+* and, by :func:`lines` (only a digest reads them), its line as ``codes.digest`` has
+  always taken it: ``positions.lineno`` from Python 3.11 (``co_lines()``, which reads
+  the same table), ``starts_line`` on 3.10 (the line when the instruction starts one,
+  else None).
 
 Each version's rules are read from ``dis``'s own tables (which opcode has a constant, a
 name, a jump, how many caches) when this module is imported. On a version it was not
@@ -35,7 +36,7 @@ from collections import namedtuple
 from functools import partial
 
 #: One instruction. Offset first: two instructions of a body compare unequal at once.
-Instruction = namedtuple("Instruction", "offset opname opcode arg argval line")
+Instruction = namedtuple("Instruction", "offset opname opcode arg argval")
 _MAKE = partial(tuple.__new__, Instruction)
 
 VERSION = sys.version_info[:2]
@@ -134,6 +135,8 @@ if LEAN:
     _OPNAME = list(dis._all_opname if VERSION >= (3, 11) else dis.opname)[:256]
     _KINDS = [_kind(op) for op in range(256)]
     _CACHES = [_caches(dis._deoptop(op) if VERSION >= (3, 11) else op) for op in range(256)]
+    #: Per opcode: its kind and parameters, its size with its caches, its name.
+    _TABLE = [(*_KINDS[op], 2 + 2 * _CACHES[op], _OPNAME[op]) for op in range(256)]
     if VERSION < (3, 13):
         _CONVERSIONS = tuple(c for c, _ in dis.FORMAT_VALUE_CONVERTERS)
     else:
@@ -142,26 +145,31 @@ if LEAN:
     _UNKNOWN_VALUE = getattr(dis, "UNKNOWN", None)
 
 
-def _lines(code):
-    """The line of each code unit (two bytes) of ``code`` (3.11+), or of each offset that
-    starts one (3.10, as ``dis.findlinestarts``)."""
+def lines(code):
+    """``line(offset)``: the line of the instruction at ``offset`` of ``code`` as
+    ``codes.digest`` takes it (see the module's docstring): ``positions.lineno`` from
+    Python 3.11 (the line ``co_lines()`` gives its code unit), ``starts_line`` on 3.10
+    (the line when the instruction starts one, as ``dis.findlinestarts``, else None)."""
+    if not LEAN:
+        found = {i.offset: i.positions.lineno for i in dis.get_instructions(code)}
+        return found.__getitem__
     if VERSION < (3, 11):
         starts, last = {}, None
         for start, _end, line in code.co_lines():
             if line is not None and line != last:
                 last = starts[start] = line
-        return starts
-    out = []
+        return starts.get
+    units = []
     for start, end, line in code.co_lines():
-        out += [line] * ((end - start) >> 1)
-    return out
+        units += [line] * ((end - start) >> 1)
+    return lambda offset: units[offset >> 1]
 
 
 def decode(code):
     """The instructions of ``code`` (see the module's docstring), as a tuple."""
     if not LEAN:
         return tuple(
-            Instruction(i.offset, i.opname, i.opcode, i.arg, i.argval, i.positions.lineno)
+            Instruction(i.offset, i.opname, i.opcode, i.arg, i.argval)
             for i in dis.get_instructions(code)
         )
     raw = code.co_code
@@ -170,60 +178,55 @@ def decode(code):
     if old:
         varname = code.co_varnames.__getitem__
         cells = code.co_cellvars + code.co_freevars
-        starts = _lines(code)
-        lines = None
     else:
         varname = code._varname_from_oparg
-        lines = _lines(code)
-    kinds, caches, opnames = _KINDS, _CACHES, _OPNAME
+    table = _TABLE
     out = []
     append = out.append
-    extended = skip = 0
-    for offset in range(0, len(raw), 2):
-        if skip:
-            skip -= 1
-            continue
+    extended = offset = 0
+    size = len(raw)
+    while offset < size:
         op = raw[offset]
-        kind, p, q = kinds[op]
-        skip = caches[op]
+        kind, p, q, step, opname = table[op]
         if kind == _NONE:
-            arg = argval = None
+            append((offset, opname, op, None, None))
             extended = 0
-        else:
-            arg = argval = raw[offset + 1] | extended
-            extended = 0
-            if kind == _PLAIN:
-                pass
-            elif kind == _CONST:
-                argval = consts[arg]
-            elif kind == _NAME:
-                argval = names[arg >> p]
-            elif kind == _LOCAL:
-                argval = varname(arg)
-            elif kind == _JUMP:
-                argval = offset + p + q * arg
-            elif kind == _EXTENDED:
-                extended = arg << 8
-                if extended >= _INT_OVERFLOW and not old:
-                    extended -= 2 * _INT_OVERFLOW
-            elif kind == _COMPARE:
-                argval = _CMP_OP[arg >> p]
-            elif kind == _PAIR:
-                argval = (varname(arg >> 4), varname(arg & 15))
-            elif kind == _FORMAT:
-                argval = (_CONVERSIONS[arg & 0x3], bool(arg & 0x4))
-            elif kind == _CONVERT:
-                argval = _CONVERSIONS[arg]
-            elif kind == _CELL:
-                argval = cells[arg]
-            elif kind == _ABSOLUTE:
-                argval = arg * 2
-            elif kind == _UNKNOWN:
-                argval = _UNKNOWN_VALUE
-            elif kind == _NO_TARGET:
-                argval = None
-        line = starts.get(offset) if old else lines[offset >> 1]
-        append((offset, opnames[op], op, arg, argval, line))
+            offset += step
+            continue
+        arg = argval = raw[offset + 1] | extended
+        extended = 0
+        if kind == _CONST:
+            argval = consts[arg]
+        elif kind == _NAME:
+            argval = names[arg >> p]
+        elif kind == _PLAIN:
+            pass
+        elif kind == _LOCAL:
+            argval = varname(arg)
+        elif kind == _JUMP:
+            argval = offset + p + q * arg
+        elif kind == _EXTENDED:
+            extended = arg << 8
+            if extended >= _INT_OVERFLOW and not old:
+                extended -= 2 * _INT_OVERFLOW
+        elif kind == _COMPARE:
+            argval = _CMP_OP[arg >> p]
+        elif kind == _PAIR:
+            argval = (varname(arg >> 4), varname(arg & 15))
+        elif kind == _FORMAT:
+            argval = (_CONVERSIONS[arg & 0x3], bool(arg & 0x4))
+        elif kind == _CONVERT:
+            argval = _CONVERSIONS[arg]
+        elif kind == _CELL:
+            argval = cells[arg]
+        elif kind == _ABSOLUTE:
+            argval = arg * 2
+        elif kind == _UNKNOWN:
+            argval = _UNKNOWN_VALUE
+        elif kind == _NO_TARGET:
+            argval = None
+        append((offset, opname, op, arg, argval))
+        offset += step
     return tuple(map(_MAKE, out))
 
 

@@ -42,7 +42,7 @@ import dis
 import hashlib
 import sys
 
-from .bytecode import instructions
+from .bytecode import instructions, lines
 from .first_line import FIRST_LINE, first_line_const
 
 CO_OPTIMIZED = 0x1
@@ -171,7 +171,10 @@ def _loud_lines(code, quiet=None):
     module = code.co_name == "<module>"
     silent = _QUIET if module else QUIET_CLASS if quiet is not None else frozenset()
     skip = frozenset(quiet or ())
-    return [(i.offset, i.line) for i in loud_instructions(code, silent) if i.offset not in skip]
+    line = lines(code)
+    return [
+        (i.offset, line(i.offset)) for i in loud_instructions(code, silent) if i.offset not in skip
+    ]
 
 
 def qualname(code):
