@@ -37,7 +37,8 @@ def _modules(packages: list[str]) -> list[tuple[object, dict]]:
         package = importlib.import_module(name)
         names.append(name)
         for info in pkgutil.walk_packages(getattr(package, "__path__", []), name + "."):
-            if ".tests" not in info.name and not info.name.endswith(".tests"):
+            last = info.name.rsplit(".", 1)[-1]
+            if ".tests." not in info.name + "." and last not in ("__main__", "tests"):
                 names.append(info.name)
     out = []
     for name in names:

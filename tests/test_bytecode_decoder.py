@@ -343,3 +343,16 @@ def test_the_code_reports_outputs_are_those_of_dis(monkeypatch):
     # Quiet offsets of classes and of calls were found in several modules: compared,
     # not only empty lists.
     assert classes >= 3 and calls >= 3, (classes, calls)
+
+
+def test_a_version_not_checked_here_is_decoded_by_dis(monkeypatch):
+    """Before 3.10 or after 3.13 the decoder is ``dis`` itself: the same fields."""
+    module = compile(SYNTHETIC, "synthetic", "exec", dont_inherit=True)
+    lean = [(bytecode.decode(c), bytecode.lines(c)) for c in _walk(module)]
+    monkeypatch.setattr(bytecode, "LEAN", False)
+    for code, (instructions, line) in zip(_walk(module), lean, strict=True):
+        assert bytecode.decode(code) == instructions
+        if sys.version_info >= (3, 11):  # 3.10's dis has no positions: its lines are lean
+            assert [bytecode.lines(code)(i.offset) for i in instructions] == [
+                line(i.offset) for i in instructions
+            ]
