@@ -15,6 +15,7 @@ from __future__ import annotations
 import dis
 import functools
 import importlib
+import os
 import sys
 import sysconfig
 from collections.abc import Iterator
@@ -349,3 +350,47 @@ def test_a_version_not_checked_here_is_decoded_by_dis(monkeypatch):
             assert [by_dis(i.offset) for i in instructions] == [
                 line(i.offset) for i in instructions
             ]
+
+
+QUICKENED = """
+import os
+
+class Point:
+    def __init__(self, x):
+        self.x = x
+
+def hot(n):
+    total = 0
+    for i in range(n):
+        p = Point(i)
+        total += p.x + len(os.sep) + (i if i % 2 else -i)
+    return total
+"""
+
+
+def test_code_that_ran_specialized_or_monitored_decodes_as_compiled():
+    """A body the run executed was specialized by the interpreter (3.11+) and may be
+    instrumented by ``sys.monitoring`` (3.12+): its ``co_code``, which the decoder reads,
+    is still the compiled bytecode."""
+    namespace: dict = {}
+    exec(compile(QUICKENED, "quickened", "exec"), namespace)
+    hot = namespace["hot"]
+    compiled = compile(QUICKENED, "quickened", "exec")
+    expected = bytecode.decode(next(c for c in _walk(compiled) if c.co_name == "hot"))
+    monitoring = getattr(sys, "monitoring", None)
+    tool = 5
+    if monitoring is not None:
+        monitoring.use_tool_id(tool, "test_bytecode_decoder")
+        monitoring.register_callback(tool, monitoring.events.LINE, lambda code, line: None)
+        monitoring.set_local_events(tool, hot.__code__, monitoring.events.LINE)
+    try:
+        assert hot(2000) == sum(i + len(os.sep) + (i if i % 2 else -i) for i in range(2000))
+        if sys.version_info >= (3, 11):  # specialized: the adaptive code differs
+            assert hot.__code__._co_code_adaptive != hot.__code__.co_code
+        decoded = bytecode.decode(hot.__code__)
+        assert decoded == expected
+        assert all(map(_same, [i.argval for i in decoded], [i.argval for i in expected]))
+    finally:
+        if monitoring is not None:
+            monitoring.set_local_events(tool, hot.__code__, 0)
+            monitoring.free_tool_id(tool)
