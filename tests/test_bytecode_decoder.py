@@ -219,12 +219,16 @@ def _dis_line(i: dis.Instruction) -> int | None:
     return positions.lineno if positions is not None else i.starts_line
 
 
+def _as_decoded(instructions: list[dis.Instruction]) -> tuple[bytecode.Instruction, ...]:
+    """``dis``'s instructions with the fields the decoder gives."""
+    return tuple(
+        bytecode.Instruction(i.offset, i.opname, i.opcode, i.arg, i.argval) for i in instructions
+    )
+
+
 def _by_dis(code: CodeType) -> tuple[bytecode.Instruction, ...]:
     """``dis.get_instructions(code)``, with the fields the decoder gives."""
-    return tuple(
-        bytecode.Instruction(i.offset, i.opname, i.opcode, i.arg, i.argval)
-        for i in dis.get_instructions(code)
-    )
+    return _as_decoded(list(dis.get_instructions(code)))
 
 
 def _lines_by_dis(code: CodeType):
@@ -233,6 +237,8 @@ def _lines_by_dis(code: CodeType):
 
 
 def test_every_field_is_dis_s_for_every_instruction_of_many_modules():
+    """Offset, name, opcode, argument, its value and line of every instruction of every
+    code object of the corpus, as ``dis`` gives them (with ``codes.digest``'s line)."""
     assert bytecode.LEAN, "memotest supports 3.10-3.13: each decoded here"
     kinds_seen: set[int] = set()
     counted = 0
@@ -241,9 +247,9 @@ def test_every_field_is_dis_s_for_every_instruction_of_many_modules():
         for code in _walk(module):
             lean = bytecode.decode(code)
             line = bytecode.lines(code)
-            reference = list(dis.get_instructions(code))
-            assert [line(i.offset) for i in reference] == [_dis_line(i) for i in reference]
-            reference = _by_dis(code)
+            theirs = list(dis.get_instructions(code))
+            assert [line(i.offset) for i in theirs] == [_dis_line(i) for i in theirs]
+            reference = _as_decoded(theirs)
             where = (name, getattr(code, "co_qualname", code.co_name))
             if lean != reference:
                 diff = next(((a, b) for a, b in zip(lean, reference, strict=False) if a != b), None)
