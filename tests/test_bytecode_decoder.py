@@ -270,19 +270,14 @@ def test_every_field_is_dis_s_for_every_instruction_of_many_modules():
     assert max(args) >= 1 << 16
 
 
-@pytest.mark.parametrize(
-    "version_rule",
-    [
-        ("LOAD_GLOBAL", "3.11", 1),
-        ("LOAD_ATTR", "3.12", 1),
-        ("LOAD_SUPER_ATTR", "3.12", 2),
-    ],
-)
-def test_a_names_flag_bits_are_shifted_off_where_the_version_has_them(version_rule):
+FLAGGED = [("LOAD_GLOBAL", (3, 11), 1), ("LOAD_ATTR", (3, 12), 1), ("LOAD_SUPER_ATTR", (3, 12), 2)]
+
+
+@pytest.mark.parametrize(("opname", "since", "shift"), FLAGGED)
+def test_a_names_flag_bits_are_shifted_off_where_the_version_has_them(opname, since, shift):
     """``LOAD_GLOBAL`` (3.11+), ``LOAD_ATTR`` and ``LOAD_SUPER_ATTR`` (3.12+) keep flags in
     their argument's low bits: the name is the one ``co_names`` holds past them."""
-    opname, since, shift = version_rule
-    if sys.version_info < tuple(map(int, since.split("."))):
+    if sys.version_info < since:
         pytest.skip(f"{opname}'s argument has no flag bits before {since}")
     code = compile(SYNTHETIC, "synthetic", "exec", dont_inherit=True)
     found = [i for c in _walk(code) for i in bytecode.decode(c) if i.opname == opname and i.arg & 1]
