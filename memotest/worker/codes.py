@@ -42,21 +42,8 @@ import dis
 import hashlib
 import sys
 
+from .bytecode import instructions, lines
 from .first_line import FIRST_LINE, first_line_const
-
-_DECODED = {}  # id(code) -> (code, its instructions): held, so the id is not reused
-
-
-def instructions(code):
-    """``dis.get_instructions(code)`` as a tuple, decoded once (a run's code report reads
-    each module body it imported three times; ``dis`` is pure Python); at most 4096."""
-    found = _DECODED.get(id(code))
-    if found is None or found[0] is not code:
-        if len(_DECODED) >= 4096:
-            _DECODED.clear()
-        found = _DECODED[id(code)] = (code, tuple(dis.get_instructions(code)))
-    return found[1]
-
 
 CO_OPTIMIZED = 0x1
 CO_VARARGS = 0x4
@@ -184,10 +171,9 @@ def _loud_lines(code, quiet=None):
     module = code.co_name == "<module>"
     silent = _QUIET if module else QUIET_CLASS if quiet is not None else frozenset()
     skip = frozenset(quiet or ())
+    line = lines(code)
     return [
-        (i.offset, i.positions.lineno if hasattr(i, "positions") else i.starts_line)
-        for i in loud_instructions(code, silent)
-        if i.offset not in skip
+        (i.offset, line(i.offset)) for i in loud_instructions(code, silent) if i.offset not in skip
     ]
 
 

@@ -5,6 +5,8 @@ Python 3.10 syntax: it runs in the warm worker too (``memotest/worker/__init__.p
 
 import dis
 
+from .bytecode import instructions
+
 
 class _FirstLine:
     """Stands for a class body's ``__firstlineno__`` constant in its digest."""
@@ -21,7 +23,7 @@ def first_line_const(code):
     body stores as ``__firstlineno__`` right after ``__qualname__``, when no other
     instruction loads that constant (an equal number used elsewhere in the body shares
     it: then None, and it counts)."""
-    ins = [i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
+    ins = [i for i in instructions(code) if i.opname != "EXTENDED_ARG"]
     for n, i in enumerate(ins[:8]):
         if i.opname == "STORE_NAME" and i.argval == "__firstlineno__":
             load = ins[n - 1] if n else None

@@ -28,6 +28,7 @@ from memotest.load import plugins
 
 #: The worker's own modules, each after those it imports.
 MODULES = (
+    "bytecode",
     "first_line",
     "codes",
     "class_lines",
