@@ -132,17 +132,20 @@ def _jump(deop):
 
 
 if LEAN:
-    _OPNAME = list(dis._all_opname if VERSION >= (3, 11) else dis.opname)[:256]
-    _KINDS = [_kind(op) for op in range(256)]
-    _CACHES = [_caches(dis._deoptop(op) if VERSION >= (3, 11) else op) for op in range(256)]
-    #: Per opcode: its kind and parameters, its size with its caches, its name.
-    _TABLE = [(*_KINDS[op], 2 + 2 * _CACHES[op], _OPNAME[op]) for op in range(256)]
-    if VERSION < (3, 13):
-        _CONVERSIONS = tuple(c for c, _ in dis.FORMAT_VALUE_CONVERTERS)
-    else:
-        _CONVERSIONS = (None, str, repr, ascii)
-    _CMP_OP = dis.cmp_op
-    _UNKNOWN_VALUE = getattr(dis, "UNKNOWN", None)
+    try:  # dis's private tables: a patch release without one of them takes dis's path
+        _OPNAME = list(dis._all_opname if VERSION >= (3, 11) else dis.opname)[:256]
+        _KINDS = [_kind(op) for op in range(256)]
+        _CACHES = [_caches(dis._deoptop(op) if VERSION >= (3, 11) else op) for op in range(256)]
+        #: Per opcode: its kind and parameters, its size with its caches, its name.
+        _TABLE = [(*_KINDS[op], 2 + 2 * _CACHES[op], _OPNAME[op]) for op in range(256)]
+        if VERSION < (3, 13):
+            _CONVERSIONS = tuple(c for c, _ in dis.FORMAT_VALUE_CONVERTERS)
+        else:
+            _CONVERSIONS = (None, str, repr, ascii)
+        _CMP_OP = dis.cmp_op
+        _UNKNOWN_VALUE = getattr(dis, "UNKNOWN", None)
+    except (AttributeError, IndexError, KeyError, TypeError):
+        LEAN = False
 
 
 def lines(code):
