@@ -146,28 +146,50 @@ FWALK_TEST = """
     """
 
 
-@pytest.mark.parametrize(
-    "test", [LS_TEST, FORK_TEST, FWALK_TEST], ids=["ls", "forked-child", "fwalk"]
-)
-def test_tox_a_listing_by_another_process_keeps_the_folder_whole(tmp_path, test):
-    counter_file = tmp_path / "counter"
-    root = tox_project(tmp_path, test)
-    assert tox(root, "-e", "py")[0] == 0
-    code, out = tox(root, "-e", "py")
-    assert code == 0 and count(counter_file) == 2, out
-    assert "directory gained entries: .benchmarks" in out, out
+#: One env per way of listing the current folder that memotest does not see reported,
+#: each in a folder of its own (its ``change_dir``, where its ``.benchmarks`` appears).
+WHOLE = {"ls": LS_TEST, "fork": FORK_TEST, "fwalk": FWALK_TEST, "forkimport": FORK_IMPORT_TEST}
 
 
-def test_tox_a_forked_child_importing_through_the_parents_listing(tmp_path):
-    counter_file = tmp_path / "counter"
-    root = tox_project(tmp_path, FORK_IMPORT_TEST)
-    code, out = tox(root, "-e", "py")
-    assert code == 0 and "1 passed" in out, out
-    code, out = tox(root, "-e", "py")  # .benchmarks is new: the folder is whole
-    assert code == 0 and count(counter_file) == 2, out
-    (root / "shapes.py").write_text("def area(n):\n    return 0\n")
-    code, out = tox(root, "-e", "py")
-    assert code != 0 and count(counter_file) == 3, out
+def whole_project(tmp_path: Path) -> Path:
+    """:func:`tox_project`'s env once per :data:`WHOLE`: each bumps ``counter-NAME`` and
+    runs pytest in ``NAME/`` (one tox run runs them all, each its own record)."""
+    write(tmp_path / "lib", {"shapes.py": SHAPES, "leftover.py": PLUGIN})
+    path = os.pathsep.join([SITE, str(tmp_path / "lib")])
+    bump = f"python -c \"open(r'{tmp_path}/counter-{{env_name}}', 'a').write('x')\""
+    pytest_line = "python -m pytest -q -p no:cacheprovider -p leftover --basetemp={env_tmp_dir}"
+    ini = f"""
+        [tox]
+        env_list = {", ".join(WHOLE)}
+        [testenv]
+        skip_install = true
+        set_env = PYTHONPATH={path}
+        change_dir = {{tox_root}}/{{env_name}}
+        commands =
+            {bump}
+            {pytest_line} tests
+        """
+    tests = {f"{name}/tests/test_a.py": test for name, test in WHOLE.items()}
+    return write(tmp_path / "proj", {"tox.ini": ini, **tests})
+
+
+def test_tox_a_listing_by_another_process_keeps_the_folder_whole(tmp_path):
+    """Another process lists it (``ls``), a child forked from pytest lists it (it reports
+    nothing of its own), pytest walks it through descriptors (``fwalk``), a forked child
+    imports through the caches of the folders its parent listed: the ``.benchmarks`` the
+    first run left re-runs each env (its own counter), and a module the forked child's
+    import now finds re-runs that env."""
+    root = whole_project(tmp_path)
+    counts = lambda: {name: count(tmp_path / f"counter-{name}") for name in WHOLE}  # noqa: E731
+    code, out = tox(root)
+    assert code == 0 and out.count("1 passed") == len(WHOLE), out
+    assert counts() == dict.fromkeys(WHOLE, 1), out
+    code, out = tox(root)
+    assert code == 0 and counts() == dict.fromkeys(WHOLE, 2), out
+    assert out.count("directory gained entries: .benchmarks") == len(WHOLE), out
+    (root / "forkimport" / "shapes.py").write_text("def area(n):\n    return 0\n")
+    code, out = tox(root, "-e", "forkimport")
+    assert code != 0 and counts() == {**dict.fromkeys(WHOLE, 2), "forkimport": 3}, out
 
 
 NOXFILE = f"""
