@@ -84,10 +84,18 @@ def test_a_leftover_and_docs_edits_replay_new_tests_rerun(tmp_path):
     (root / "tests" / "more" / "test_more.py").write_text(TEST.replace("test_a", "test_more"))
     code, out = tox(root, "-e", "py")
     assert code == 0 and "3 passed" in out and count(counter) == 4, out
+    # A file pytest walked past that becomes a folder of tests: pytest does not stat a
+    # file it collects nothing from, so only the folder's entries hold it, and a file
+    # turned into a folder (same name) is a change of that entry.
+    (root / "CHANGES.md").unlink()
+    (root / "CHANGES.md").mkdir()
+    (root / "CHANGES.md" / "test_hidden.py").write_text(TEST.replace("test_a", "test_hidden"))
+    code, out = tox(root, "-e", "py")
+    assert code == 0 and "4 passed" in out and count(counter) == 5, out
     # A doctest text file pytest's default glob (test*.txt) collects, failing.
     (root / "tests" / "testdoc.txt").write_text(">>> 1 + 1\n3\n")
     code, out = tox(root, "-e", "py")
-    assert code != 0 and count(counter) == 5, out
+    assert code != 0 and count(counter) == 6, out
 
 
 def test_a_plugin_collecting_other_files_keeps_every_entry(tmp_path):
@@ -97,14 +105,3 @@ def test_a_plugin_collecting_other_files_keeps_every_entry(tmp_path):
     code, out = tox(root, "-e", "py")
     assert code != 0 and count(counter) == 2, out
     assert "directory gained entries: .extra.check" in out, out
-
-
-def test_a_file_pytest_walked_past_that_becomes_a_folder_of_tests_reruns(tmp_path):
-    """pytest does not stat a file it collects nothing from, so only the folder's entries
-    hold it: a file that turns into a folder (same name) is a change of that entry."""
-    root, counter = project(tmp_path)
-    (root / "CHANGES.md").unlink()
-    (root / "CHANGES.md").mkdir()
-    (root / "CHANGES.md" / "test_hidden.py").write_text(TEST.replace("test_a", "test_hidden"))
-    code, out = tox(root, "-e", "py")
-    assert code == 0 and "2 passed" in out and count(counter) == 2, out

@@ -59,7 +59,10 @@ def run(root: Path, *cmd: str) -> tuple[int, str]:
     return proc.returncode, (proc.stdout + proc.stderr).decode("utf-8", "backslashreplace")
 
 
-def check_lifecycle(root: Path, *cmd: str, replayed: str) -> None:
+def check_lifecycle(root: Path, *cmd: str, replayed: str, settles: bool = True) -> None:
+    """Records, replays, re-runs for an edited file and for a new entry; with ``settles``,
+    each re-run's new record replays next (the store's part, under ``run_memoized``, the
+    same for both tools: the nox case checks it, the tox case does not repeat it)."""
     code, out = run(root, *cmd)
     assert code == 0 and "Traceback" not in out and "not cached" not in out, out
     assert "read: one" in out and runs(root) == 1, out
@@ -72,12 +75,14 @@ def check_lifecycle(root: Path, *cmd: str, replayed: str) -> None:
     code, out = run(root, *cmd)
     assert code == 0 and runs(root) == 2 and "read: two" in out, out
     assert "caf\\xe9: content changed" in out or replayed not in out, out
-    assert run(root, *cmd)[0] == 0 and runs(root) == 2
+    if settles:
+        assert run(root, *cmd)[0] == 0 and runs(root) == 2
 
     open(os.path.join(os.fsencode(root), b"d", b"z\xfe"), "wb").close()
     code, out = run(root, *cmd)
     assert code == 0 and runs(root) == 3, out
-    assert run(root, *cmd)[0] == 0 and runs(root) == 3
+    if settles:
+        assert run(root, *cmd)[0] == 0 and runs(root) == 3
 
     # The records, as memotest shows them (the store next to the config file).
     proc = memotest("list", cwd=root)
@@ -94,7 +99,8 @@ def test_tox_records_and_replays_paths_that_are_not_utf8(tmp_path: Path) -> None
         commands = python probe.py
     """
     root = project(tmp_path / "p", {"tox.ini": ini})
-    check_lifecycle(root, PY, "-m", "tox", "-e", "py", replayed="memotest: cached, replayed")
+    tox = (PY, "-m", "tox", "-e", "py")
+    check_lifecycle(root, *tox, replayed="memotest: cached, replayed", settles=False)
     proc = memotest("show", "tox:py", "--paths", cwd=root)
     assert proc.returncode == 0, proc.stderr
     assert b"caf\\xe9" in proc.stdout and b"\\udcff" not in proc.stdout, proc.stdout

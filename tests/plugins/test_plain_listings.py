@@ -93,15 +93,6 @@ def tox_project(tmp_path: Path, test: str) -> Path:
     )
 
 
-def replayed_project(tmp_path: Path, test: str) -> Path:
-    """:func:`tox_project`, run twice: the second run replays."""
-    root = tox_project(tmp_path, test)
-    assert tox(root, "-e", "py")[0] == 0
-    code, out = tox(root, "-e", "py")
-    assert code == 0 and "memotest: cached, replayed" in out, out
-    return root
-
-
 def test_tox_a_leftover_in_the_listed_folder_replays_a_new_module_reruns(tmp_path):
     counter_file = tmp_path / "counter"
     root = tox_project(tmp_path, TEST)
@@ -146,28 +137,70 @@ FWALK_TEST = """
     """
 
 
-@pytest.mark.parametrize(
-    "test", [LS_TEST, FORK_TEST, FWALK_TEST], ids=["ls", "forked-child", "fwalk"]
-)
-def test_tox_a_listing_by_another_process_keeps_the_folder_whole(tmp_path, test):
-    counter_file = tmp_path / "counter"
-    root = tox_project(tmp_path, test)
-    assert tox(root, "-e", "py")[0] == 0
-    code, out = tox(root, "-e", "py")
-    assert code == 0 and count(counter_file) == 2, out
-    assert "directory gained entries: .benchmarks" in out, out
+#: ``copy`` tries ``org.python.core`` (Jython's) at pytest's start-up, before the watch is
+#: installed: an ``org`` package in the current folder is found next time.
+JYTHON_TEST = """
+    import copy
+
+    def test_no_jython():
+        assert not [t for t in copy._copy_dispatch if t.__name__ == "PyStringMap"]
+    """
 
 
-def test_tox_a_forked_child_importing_through_the_parents_listing(tmp_path):
-    counter_file = tmp_path / "counter"
-    root = tox_project(tmp_path, FORK_IMPORT_TEST)
-    code, out = tox(root, "-e", "py")
-    assert code == 0 and "1 passed" in out, out
-    code, out = tox(root, "-e", "py")  # .benchmarks is new: the folder is whole
-    assert code == 0 and count(counter_file) == 2, out
-    (root / "shapes.py").write_text("def area(n):\n    return 0\n")
-    code, out = tox(root, "-e", "py")
-    assert code != 0 and count(counter_file) == 3, out
+#: One env per way of listing the current folder that memotest does not see reported,
+#: each in a folder of its own (its ``change_dir``, where its ``.benchmarks`` appears).
+WHOLE = {"ls": LS_TEST, "fork": FORK_TEST, "fwalk": FWALK_TEST, "forkimport": FORK_IMPORT_TEST}
+
+
+def envs_project(tmp_path: Path, envs: dict[str, str]) -> Path:
+    """:func:`tox_project`'s env once per test of ``envs``: each bumps ``counter-NAME`` and
+    runs pytest in ``NAME/`` (one tox run runs them all, each its own record)."""
+    write(tmp_path / "lib", {"shapes.py": SHAPES, "leftover.py": PLUGIN})
+    path = os.pathsep.join([SITE, str(tmp_path / "lib")])
+    bump = f"python -c \"open(r'{tmp_path}/counter-{{env_name}}', 'a').write('x')\""
+    pytest_line = "python -m pytest -q -p no:cacheprovider -p leftover --basetemp={env_tmp_dir}"
+    ini = f"""
+        [tox]
+        env_list = {", ".join(envs)}
+        [testenv]
+        skip_install = true
+        set_env = PYTHONPATH={path}
+        change_dir = {{tox_root}}/{{env_name}}
+        commands =
+            {bump}
+            {pytest_line} tests
+        """
+    tests = {f"{name}/tests/test_a.py": test for name, test in envs.items()}
+    return write(tmp_path / "proj", {"tox.ini": ini, **tests})
+
+
+def test_tox_a_listing_by_another_process_keeps_the_folder_whole(tmp_path):
+    """Another process lists it (``ls``), a child forked from pytest lists it (it reports
+    nothing of its own), pytest walks it through descriptors (``fwalk``), a forked child
+    imports through the caches of the folders its parent listed: the ``.benchmarks`` the
+    first run left re-runs each env (its own counter), and a module the forked child's
+    import now finds re-runs that env. Beside them, ``startup``'s folder is held by the
+    names looked for: it replays, and an ``org`` package ``copy`` looked for at pytest's
+    start-up, before the watch was installed, re-runs it."""
+    envs = {**WHOLE, "startup": JYTHON_TEST}
+    root = envs_project(tmp_path, envs)
+    counts = lambda: {name: count(tmp_path / f"counter-{name}") for name in envs}  # noqa: E731
+    code, out = tox(root)
+    assert code == 0 and out.count("1 passed") == len(envs), out
+    assert counts() == dict.fromkeys(envs, 1), out
+    code, out = tox(root)
+    assert code == 0 and counts() == {**dict.fromkeys(WHOLE, 2), "startup": 1}, out
+    assert out.count("directory gained entries: .benchmarks") == len(WHOLE), out
+    assert out.count("memotest: cached, replayed") == 1, out
+    (root / "forkimport" / "shapes.py").write_text("def area(n):\n    return 0\n")
+    package = {"org/__init__.py": "", "org/python/__init__.py": ""}
+    write(
+        root / "startup", {**package, "org/python/core.py": "class PyStringMap(dict):\n    pass\n"}
+    )
+    code, out = tox(root, "-e", "forkimport,startup")
+    assert code != 0, out
+    assert counts() == {**dict.fromkeys(WHOLE, 2), "forkimport": 3, "startup": 2}, out
+    assert out.count("1 failed") == 2, out
 
 
 NOXFILE = f"""
@@ -271,22 +304,3 @@ def test_nox_a_listing_before_the_pytest_image_keeps_the_folder_whole(tmp_path):
     code, out = nox(root, "-s", "tests", env=env)
     assert code == 0 and counter(count_file) == 2, out
     assert "directory gained entries: .benchmarks" in out, out
-
-
-#: ``copy`` tries ``org.python.core`` (Jython's) at pytest's start-up, before the watch is
-#: installed: an ``org`` package in the current folder is found next time.
-JYTHON_TEST = """
-    import copy
-
-    def test_no_jython():
-        assert not [t for t in copy._copy_dispatch if t.__name__ == "PyStringMap"]
-    """
-
-
-def test_tox_an_import_that_failed_before_the_watch_counts(tmp_path):
-    counter_file = tmp_path / "counter"
-    root = replayed_project(tmp_path, JYTHON_TEST)
-    package = {"org/__init__.py": "", "org/python/__init__.py": ""}
-    write(root, {**package, "org/python/core.py": "class PyStringMap(dict):\n    pass\n"})
-    code, out = tox(root, "-e", "py")
-    assert code != 0 and count(counter_file) == 2, out

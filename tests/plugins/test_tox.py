@@ -121,62 +121,48 @@ def test_second_run_is_cached_and_replays_the_log_an_edit_of_a_read_file_reruns(
     assert count(counter) == 2
 
 
-def test_a_failing_env_fails_tox_and_runs_again(tmp_path):
-    counter = tmp_path / "counter"
+def test_a_failing_env_fails_and_runs_again_command_semantics_are_kept(tmp_path):
+    """Two envs of one project, each its own counter. ``failing``: it fails tox, runs
+    again, and its ``commands_post`` runs. ``semantics``: ``-`` ignores an exit code, ``!``
+    inverts it, pre/post wrap the commands, and the three sets are replayed together."""
+    failing, semantics = tmp_path / "counter-failing", tmp_path / "counter-semantics"
     root = write(
         tmp_path / "proj",
         {
             "tox.ini": f"""
                 [tox]
-                env_list = py
+                env_list = failing, semantics
                 [testenv]
                 skip_install = true
+                [testenv:failing]
                 commands =
-                    {bump(counter)}
+                    {bump(failing)}
                     python -c "print('boom-output'); raise SystemExit(4)"
                     python -c "print('never-reached')"
                 commands_post = python -c "print('post-ran')"
+                [testenv:semantics]
+                change_dir = sub
+                commands_pre = python -c "print('sem-pre-ran')"
+                commands =
+                    - python -c "raise SystemExit(3)"
+                    ! python -c "raise SystemExit(5)"
+                    {bump(semantics)}
+                    python -c "import os; print('cwd', os.path.basename(os.getcwd()))"
+                commands_post = python -c "print('sem-post-ran')"
                 """,
         },
     )
     for runs in (1, 2):
-        code, out = tox(root, "-e", "py")
+        code, out = tox(root)
         assert code != 0, out
-        assert count(counter) == runs
-        assert "boom-output" in out and "post-ran" in out
-        assert "never-reached" not in out
-        assert "py: FAIL code 4" in out
+        assert count(failing) == runs, out
+        assert "boom-output" in out and "\npost-ran" in out, out
+        assert "never-reached\n" not in out, out
+        assert "failing: FAIL code 4" in out, out
+        assert count(semantics) == 1, out
+        assert "sem-pre-ran\n" in out and "sem-post-ran\n" in out and "cwd sub" in out, out
+        assert "semantics: OK" in out, out
     assert "memotest: ran: last run failed (exit code 4)" in out
-
-
-def test_tox_command_semantics_are_kept(tmp_path):
-    """``-`` ignores an exit code, ``!`` inverts it, pre/post wrap the commands, and the
-    three sets are replayed together."""
-    counter = tmp_path / "counter"
-    root = write(
-        tmp_path / "proj",
-        {
-            "tox.ini": f"""
-                [tox]
-                env_list = py
-                [testenv]
-                skip_install = true
-                change_dir = sub
-                commands_pre = python -c "print('pre-ran')"
-                commands =
-                    - python -c "raise SystemExit(3)"
-                    ! python -c "raise SystemExit(5)"
-                    {bump(counter)}
-                    python -c "import os; print('cwd', os.path.basename(os.getcwd()))"
-                commands_post = python -c "print('post-ran')"
-                """,
-        },
-    )
-    for _ in range(2):
-        code, out = tox(root, "-e", "py")
-        assert code == 0, out
-        assert "pre-ran" in out and "post-ran" in out and "cwd sub" in out
-    assert count(counter) == 1
     assert "memotest: cached" in out
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from test_tox import PAD, count, env_project, environ, pytestmark, tox  # noqa: F401
+from test_tox import PAD, count, env_project, environ, pytestmark, tox, write  # noqa: F401
 
 SITE = os.path.dirname(os.path.dirname(pytest.__file__))
 SETTING = "\n".join(
@@ -89,16 +89,23 @@ def test_coverage_of_the_rootdir_settles_at_run_2(tmp_path):
 # folder is there now a run must fail. The shim records such a creation's success as a
 # lookup that missed (``M``) before its ``N`` (docs/limits.md).
 LOCKS = {
-    "mkdir": "import os; os.mkdir('lock'); print('took the lock')",
-    "o_excl": "open('lock', 'x').close(); print('took the lock')",
+    "mkdir": "import os; os.mkdir('lock-mkdir'); print('took the lock')",
+    "o_excl": "open('lock-o_excl', 'x').close(); print('took the lock')",
 }
 
 
-@pytest.mark.parametrize("kind", sorted(LOCKS))
-def test_a_lock_taken_by_an_exclusive_create_runs_again_where_it_is_held(tmp_path, kind):
-    counter = tmp_path / "counter"
-    root = env_project(tmp_path, counter, f'python -c "{LOCKS[kind]}"', {}, "")
-    code, out = tox(root, "-e", "py")
-    assert code == 0 and count(counter) == 1 and "took the lock" in out, out
-    code, out = tox(root, "-e", "py")  # the lock is held now: a run fails
-    assert code != 0 and count(counter) == 2, out
+def test_a_lock_taken_by_an_exclusive_create_runs_again_where_it_is_held(tmp_path):
+    """One env per kind of lock (each its own lock and counter, one tox run for both)."""
+    counters = {kind: tmp_path / f"counter-{kind}" for kind in LOCKS}
+    ini = [f"[tox]\nenv_list = {', '.join(LOCKS)}\n[testenv]\nskip_install = true\n"]
+    for kind, lock in LOCKS.items():
+        bump = f"python -c \"open(r'{counters[kind]}', 'a').write('x')\""
+        ini.append(f'[testenv:{kind}]\ncommands =\n    {bump}\n    python -c "{lock}"\n')
+    root = write(tmp_path / "proj", {"tox.ini": "".join(ini)})
+    code, out = tox(root)
+    assert code == 0 and out.splitlines().count("took the lock") == len(LOCKS), out
+    assert {kind: count(c) for kind, c in counters.items()} == dict.fromkeys(LOCKS, 1), out
+    code, out = tox(root)  # each lock is held now: each env runs, and fails
+    assert code != 0, out
+    assert {kind: count(c) for kind, c in counters.items()} == dict.fromkeys(LOCKS, 2), out
+    assert out.count("FileExistsError") == len(LOCKS), out

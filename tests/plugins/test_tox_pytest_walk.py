@@ -1,6 +1,7 @@
 """A tox env that runs pytest is not re-run by an edit of a file pytest only walked past
 (``README.md``, ``CHANGES.md`` at the rootdir), and still re-runs when a test or the code
-it imports changes. Real tox 4 (``tox.ini`` and native ``tox.toml``), real pytest."""
+it imports changes. Real tox 4 (native ``tox.toml``; ``tox.ini``: see the test), real
+pytest."""
 
 from __future__ import annotations
 
@@ -25,26 +26,12 @@ def bump(counter: Path) -> list[str]:
     return ["python", "-c", f"open(r'{counter}', 'a').write('x')"]
 
 
-def config(kind: str, counter: Path, pytest_args: list[str]) -> dict[str, str]:
-    """A skip_install project whose ``py`` env bumps a counter and runs ``python -m pytest``
-    (the host's pytest, through ``PYTHONPATH``, without the host's plugins: pytest-benchmark
-    makes ``.benchmarks`` in the folder pytest's import system listed, and the second run
-    would run again for it, as ``test_own_leftovers.py`` shows)."""
-    if kind == "ini":
-        line = " ".join(["python", "-m", "pytest", *pytest_args])
-        text = f"""
-            [tox]
-            env_list = py
-            [testenv]
-            skip_install = true
-            set_env =
-                PYTHONPATH={SITE}
-                PYTEST_DISABLE_PLUGIN_AUTOLOAD=1
-            commands =
-                python -c "open(r'{counter}', 'a').write('x')"
-                {line}
-            """
-        return {"tox.ini": text}
+def config(counter: Path, pytest_args: list[str]) -> dict[str, str]:
+    """A native ``tox.toml`` project whose skip_install ``py`` env bumps a counter and runs
+    ``python -m pytest`` (the host's pytest, through ``PYTHONPATH``, without the host's
+    plugins: pytest-benchmark makes ``.benchmarks`` in the folder pytest's import system
+    listed, and the second run would run again for it, as ``test_own_leftovers.py``
+    shows)."""
     cmd = ["python", "-m", "pytest", *pytest_args]
     text = f"""
         env_list = ["py"]
@@ -56,16 +43,17 @@ def config(kind: str, counter: Path, pytest_args: list[str]) -> dict[str, str]:
     return {"tox.toml": text}
 
 
-@pytest.mark.parametrize(
-    "kind, args",
-    [("ini", ["-q", "-p", "no:cacheprovider", "tests"]), ("toml", ["-q", "tests/test_a.py"])],
-)
-def test_docs_edits_replay_code_edits_rerun(tmp_path, kind, args):
+# Native ``tox.toml``, pytest given a file. (A ``tox.ini`` env whose pytest is given its
+# tests folder, the same sequence: test_plain_listings.py's
+# ``test_tox_a_leftover_in_the_listed_folder_replays_a_new_module_reruns``: an edited
+# README replays, an edited test, a new conftest and a module found first at the root
+# re-run; test_full_walk.py: pytest given no path, CHANGES.md edited too.)
+def test_docs_edits_replay_code_edits_rerun(tmp_path):
     counter = tmp_path / "counter"
     root = write(
         tmp_path / "proj",
         {
-            **config(kind, counter, args),
+            **config(counter, ["-q", "tests/test_a.py"]),
             "README.md": "# proj\n",
             "CHANGES.md": "## 1.0\n",
             "shapes.py": SOURCE,

@@ -1,7 +1,7 @@
 """tox in CI with a remote cache, as ``docs/adapters/tox.md`` sets it up: ``MEMOTEST_REMOTE``
 in tox's environment, a second CI runner (a fresh checkout at the runner's usual path: no
 ``.tox``, no ``.memotest``) replays the env from the server, a pull request's job
-(``MEMOTEST_REMOTE_READ_ONLY=1``) runs and uploads nothing. Real tox, real Redis and nginx
+(``MEMOTEST_REMOTE_READ_ONLY=1``) runs and uploads nothing. Real tox, real nginx (WebDAV)
 on 127.0.0.1. (A checkout at *another* path re-runs once with tox's virtualenv: it writes
 the env's absolute path into ``pyvenv.cfg``, an input; see the docs.)"""
 
@@ -11,17 +11,21 @@ import shutil
 from pathlib import Path
 
 import pytest
-from servers import nginx_dav, redis_server
+from servers import nginx_dav
 from test_tox import count, environ, proj_files, tox, write
 from test_tox import pytestmark as tox_marks
 
 pytestmark = tox_marks
-SERVERS = {"redis": redis_server, "nginx": nginx_dav}
 
 
-@pytest.fixture(params=sorted(SERVERS))
-def server(request, tmp_path):
-    with SERVERS[request.param](tmp_path / "server") as s:
+@pytest.fixture
+def server(tmp_path):
+    """nginx only: what this file adds is tox's (``MEMOTEST_REMOTE`` and
+    ``MEMOTEST_REMOTE_READ_ONLY`` through tox's environment to the plugin), the same for
+    every backend. Redis under the plugins' ``run_memoized`` is
+    test_remote.py's ``test_commands_memoized_from_other_tools_use_the_remote``; each
+    backend's second machine, test_remote.py's ``server`` cases."""
+    with nginx_dav(tmp_path / "server") as s:
         yield s
 
 
