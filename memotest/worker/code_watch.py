@@ -189,21 +189,24 @@ def on_open(args, frame):
 
 
 #: The names :func:`note` keeps: a source file, or its cached bytecode.
-NOTED = (".py", ".pyc")
-NOTED_BYTES = (b".py", b".pyc")
+NOTED, NOTED_BYTES = (".py", ".pyc"), (b".py", b".pyc")
+PROBED = []  # untimed.within_probe: a stat inside a yes-or-no probe shows no size or time
+READERS = ("get_data", "get_code", "exec_module")  # the import system's, for GET_DATA
 
 
 def noting(real):
     """``os.stat`` or ``os.lstat``, noting the ``.py`` files stat'ed through ``os``: a
     stat shows a file's size and times, which no code digest holds. The import system
-    calls ``posix`` itself, so its stats are not noted."""
+    calls ``posix`` itself, and ``os.path.isfile``, ``Path.exists``... (wrapped by
+    ``untimed.py``) hand back a yes or no: their stats are not noted."""
 
     def stat(path, *args, **kwargs):
         if isinstance(path, (str, bytes, os.PathLike)):
             name = os.fspath(path)
-            # what :func:`note` takes (its caller, a walk up the stack, is looked for
-            # only then, and only for the map of each test's code: ``PHASING``)
-            if name.endswith(NOTED if isinstance(name, str) else NOTED_BYTES):
+            # what :func:`note` takes (its caller only for each test's map: ``PHASING``)
+            if name.endswith(NOTED if isinstance(name, str) else NOTED_BYTES) and not (
+                PROBED and PROBED[0](sys._getframe(1), in_stdlib)  # a yes or no: untimed.py
+            ):
                 note(name, "os.stat:" + caller(sys._getframe(1)) if PHASING else "?")
         return real(path, *args, **kwargs)
 
@@ -213,19 +216,17 @@ def noting(real):
 
 
 def watch_code():
-    """Starts watching what tells the code a run executed apart from what it read (once:
-    a worker that prepared its runs does, before forking them)."""
+    """Starts watching what tells the code a run executed apart from what it read (once,
+    before forking runs)."""
     from importlib import _bootstrap_external as bootstrap
 
     if GET_DATA:
         return
-    GET_DATA.extend(
-        (
-            bootstrap.FileLoader.get_data.__code__,
-            bootstrap.SourceLoader.get_code.__code__,
-            bootstrap._LoaderBasics.exec_module.__code__,
-        )
-    )
+    loaders = (bootstrap.FileLoader, bootstrap.SourceLoader, bootstrap._LoaderBasics)
+    GET_DATA.extend(getattr(c, n).__code__ for c, n in zip(loaders, READERS, strict=True))
+    from . import untimed  # loaded after this module
+
+    PROBED.append(untimed.within_probe)
     os.stat, os.lstat = noting(os.stat), noting(os.lstat)
     audit.watch("object.__getattr__", on_code_read)
     for event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents"):
@@ -234,8 +235,7 @@ def watch_code():
     os.register_at_fork(before=lambda: FORKED.append(True))
 
 
-#: Folders of installed distributions: a file in one is a library's, not the project's.
-INSTALLED_PARTS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+INSTALLED_PARTS = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")  # libraries'
 
 
 def project_file(path, where):

@@ -91,6 +91,22 @@ def probe(real, scope):
 FILENAME = "<frozen memotest untimed>"
 
 
+def within_probe(frame, in_stdlib):
+    """Whether code at ``frame`` runs inside one of these wrappers with only the standard
+    library's code between (``in_stdlib`` of a code file's name, or a frozen module's:
+    ``<frozen genericpath>``): what a ``stat`` made there shows of a file goes back to the
+    probe, which hands its caller a yes or no. A ``Path`` subclass's own ``stat``, or a
+    signal handler, between them is not."""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name == FILENAME:
+            return True
+        if not (name.startswith("<frozen ") or in_stdlib(name)):
+            return False
+        frame = frame.f_back
+    return False
+
+
 def dressed(untimed, real):
     """``untimed`` named as ``real``, and marked."""
     untimed.__code__ = untimed.__code__.replace(co_filename=FILENAME)
