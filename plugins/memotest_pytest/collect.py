@@ -67,30 +67,9 @@ def benchmark_storage_or_dir():
     target's (``narrow.py``)."""
     if "pytest_benchmark" not in sys.modules:
         return
-    try:
-        import ctypes
+    from memotest_pytest.walk_path.memotest_walk import benchmark_storage_or_dir as wrap
 
-        scope = ctypes.PyDLL(None).memotest_shim_or_dir
-        from pytest_benchmark.storage.file import FileStorage
-    except (ImportError, OSError, AttributeError):
-        return  # no shim (not memotest's run), or another pytest-benchmark
-    for name in ("__init__", "get"):
-        real = FileStorage.__dict__.get(name)
-        if callable(real) and not getattr(real, "__memotest_or_dir__", False):
-            setattr(FileStorage, name, _or_dir(real, scope))
-
-
-def _or_dir(real, scope):
-    def method(*args, **kwargs):
-        scope(1)
-        try:
-            return real(*args, **kwargs)
-        finally:
-            scope(-1)
-
-    method.__memotest_or_dir__ = True
-    method.__wrapped__ = real
-    return method
+    wrap()  # the same wrapping as tox's and nox's pytest get (one copy of it)
 
 
 def within(path, named):

@@ -190,6 +190,12 @@ def pytest_configure(config: pytest.Config) -> None:
     "a directory", as ``exist_ok`` (``memotest/worker/untimed.py``). Told so to the
     shim (``memotest_shim_or_dir``): the folder a run leaves replays at the next build,
     a file there runs again (docs/limits.md, "A run's own leftovers")."""
+    benchmark_storage_or_dir()
+
+
+def benchmark_storage_or_dir() -> None:
+    """:func:`pytest_configure`'s wrapping of pytest-benchmark's storage, where it is
+    loaded; also ``memotest_pytest.collect``'s, in memotest's own pytest runs."""
     if "pytest_benchmark" not in sys.modules:
         return
     try:
@@ -198,7 +204,7 @@ def pytest_configure(config: pytest.Config) -> None:
         scope = ctypes.PyDLL(None).memotest_shim_or_dir
         from pytest_benchmark.storage.file import FileStorage
     except (ImportError, OSError, AttributeError):
-        return
+        return  # no shim (not memotest's run), or another pytest-benchmark
     for name in ("__init__", "get"):
         real = FileStorage.__dict__.get(name)
         if callable(real) and not getattr(real, "__memotest_or_dir__", False):
