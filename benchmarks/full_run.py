@@ -6,6 +6,8 @@ one replay project, its latest listed release is laid into a working folder (as 
 does, with the replay's venv in ``.bench/`` and its installed metadata), and measured:
 
 * **pytest**: ``python -m pytest -q -p no:cacheprovider TESTS``, one process (the base);
+* **pytest -n 2**: the same with pytest-xdist's two workers, what a user with two cores
+  runs instead (no record kept: the floor of any tool running the tests in two processes);
 * **per file**: the same, one process per test file (RetestAll): minus pytest, over the
   files, it is what starting Python, pytest, its plugins and the conftests costs per file;
 * **collection**: pytest's collection of TESTS alone (``--collect-only``);
@@ -155,6 +157,8 @@ def run(
     wall, used, _ = measure([*base, "-p", "file_times", project.tests], lane, timed_env)
     out["pytest"] = {"wall": wall, "cpu": used}
     out["in_session"] = json.loads(times.read_text()) if times.exists() else {}
+    wall, used, _ = measure([*base, "-n", "2", project.tests], lane, env)
+    out["xdist"] = {"wall": wall, "cpu": used}
     if not quick:
         walls, cpus = 0.0, 0.0
         for rel in files:
@@ -195,6 +199,8 @@ def show(r: dict) -> None:
     if "per_file" in r:
         start = (r["per_file"]["wall"] - p["wall"]) / n
         line("pytest, one process per file", r["per_file"], f"start-up {start:.2f} s per file")
+    if "xdist" in r:
+        line("pytest -n 2 (pytest-xdist)", r["xdist"])
     line("pytest --collect-only", r["collection"])
     for key, label in (
         ("j1", "memotest -j1"),
@@ -224,6 +230,25 @@ def show(r: dict) -> None:
     print(f"  load average during the project: {r.get('load', '?')}")
 
 
+def summary(results: list[dict]) -> None:
+    """The ratios to one-process pytest's wall time, project by project and their median."""
+    lanes = [("xdist", "-n 2"), ("j1", "-j1"), ("j2", "-j2")]
+    ratios: dict[str, list[float]] = {key: [] for key, _ in lanes}
+    print("\nwall / one-process pytest's:  " + "  ".join(f"{label:>6}" for _, label in lanes))
+    for r in results:
+        cells = []
+        for key, _ in lanes:
+            m = r.get(key) or {}
+            if "wall" in m and r["pytest"]["wall"]:
+                ratios[key].append(m["wall"] / r["pytest"]["wall"])
+                cells.append(f"{ratios[key][-1]:5.2f}x")
+            else:
+                cells.append(f"{'-':>6}")
+        print(f"  {r['project']:<28} " + "  ".join(cells))
+    medians = [f"{statistics.median(v):5.2f}x" if v else f"{'-':>6}" for v in ratios.values()]
+    print(f"  {'median project':<28} " + "  ".join(medians))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--projects", nargs="+", default=list(DEFAULT), metavar="NAME")
@@ -251,6 +276,7 @@ def main() -> int:
         r["load"] = f"{before:.1f} to {os.getloadavg()[0]:.1f}"
         show(r)
         results.append(r)
+    summary(results)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1) + "\n")
     return 0
