@@ -170,6 +170,12 @@ class Trace:
     #: processes of :data:`ORDERLESS_PROGRAMS`. Only these can be in the run's mtime
     #: order (``inputs/order.py``). None: not told apart (every stat counts).
     timed: set[str] | None = None
+    #: Of ``stats``: the paths that only yes-or-no probes found (the shim's ``p``:
+    #: ``os.path.isfile``, ``Path.exists``...), which told their callers what is there (a
+    #: file, a folder, a link), not its size, times or link count: held by that, unless
+    #: the tree also read, executed, loaded or otherwise looked them up
+    #: (``inputs/probed.py``).
+    probed: set[str] = field(default_factory=set)
     missing: set[str] = field(default_factory=set)
     #: Of ``missing``: the paths whose absence only a call that ends the same on another
     #: state saw, mapped to that state: ``dir`` (missed inside a creation with
@@ -300,6 +306,9 @@ class Kind(str, enum.Enum):
     #: "path" is ``TYPE ADDRESS``; it holds while a datagram socket is bound there
     #: (``inputs/sink.py``)
     SINK = "sink"
+    #: a path only yes-or-no probes found (``os.path.isfile``, ``Path.exists``...): the
+    #: digest is its type after following links, one letter (``inputs/probed.py``)
+    PROBED = "probed"
 
 
 @dataclass(frozen=True)

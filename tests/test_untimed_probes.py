@@ -197,6 +197,9 @@ def test_each_python_s_probes_are_untimed_and_its_stats_timed(tmp_path, python):
     fields = (trace / "log").read_bytes().split(b"\0")
     ops: dict[str, set[str]] = {}
     for head, path in itertools.pairwise(fields):
-        if head[:1] in (b"S", b"T") and os.path.dirname(path) == os.fsencode(tmp_path):
+        if head[:1] in (b"S", b"T", b"p") and os.path.dirname(path) == os.fsencode(tmp_path):
             ops.setdefault(os.path.basename(path).decode(), set()).add(head[:1].decode())
-    assert ops == {**{name: {"S"} for name in PROBED}, "timed": {"T"}}
+    # yes-or-no probes write ``p``; samefile (f, and a again), whose answer is the two
+    # files' identity, is untimed only (``S``)
+    probed = {name: {"p"} for name in PROBED}
+    assert ops == {**probed, "a": {"p", "S"}, "f": {"S"}, "timed": {"T"}}

@@ -26,6 +26,7 @@ volatile int shim_dl_pending;
 __thread int shim_dl_mine SHIM_TLS;
 int shim_dl_ever;
 __thread int shim_untimed SHIM_TLS;
+__thread int shim_probe SHIM_TLS;
 __thread int shim_or_dir SHIM_TLS;
 __thread int shim_gone SHIM_TLS;
 
@@ -217,6 +218,7 @@ static int op_dedups(char op)
     case 'V': case 'Q': case 'J': /* what a plain creation saw: paths.c, fs.c */
     case 'C':
     case 'U':
+    case 'p': /* a yes-or-no probe's stat: fs.c */
     case 'B': case 'A': case 'X': /* the network: net.c */
         return 1;
     default:
@@ -570,6 +572,19 @@ __attribute__((visibility("default"))) int memotest_shim_untimed(int delta)
     int depth = shim_untimed + delta;
     shim_untimed = depth > 0 ? depth : 0;
     return shim_untimed;
+}
+
+/* memotest_shim_probe(delta): the same for this thread's depth of yes-or-no probes
+ * (os.path.isfile, Path.exists, Path.is_dir... of a plain path, no Python trace or
+ * profile function set: memotest/worker/untimed.py). While it is above 0, a stat-family
+ * call of this thread that finds its path is recorded `p`: its caller learnt what is at
+ * the path (a file, a folder, a link, nothing), not its size, times or links, so the
+ * path is held by that alone (memotest/inputs/probed.py). */
+__attribute__((visibility("default"))) int memotest_shim_probe(int delta)
+{
+    int depth = shim_probe + delta;
+    shim_probe = depth > 0 ? depth : 0;
+    return shim_probe;
 }
 
 /* ---------------------------------------------------------- exist_ok creations

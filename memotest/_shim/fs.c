@@ -167,7 +167,8 @@ FILE *freopen64(const char *path, const char *mode, FILE *stream)
 /* `T`: a lookup that handed the caller the file's times (and size, mode, links).
  * The access family, readlink, realpath and chdir find a path but give no time:
  * they stay `S`, and only `T` paths can be in a run's modification-time order.
- * Inside an untimed probe (memotest_shim_untimed, core.c) a stat is `S` too. */
+ * Inside an untimed call (memotest_shim_untimed, core.c) a stat is `S` too, and inside
+ * a yes-or-no probe (memotest_shim_probe) `p`. */
 
 int stat(const char *path, struct stat *buf)
 {

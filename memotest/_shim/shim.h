@@ -167,9 +167,12 @@ extern __thread int shim_dl_mine SHIM_TLS SHIM_HIDDEN;  /* ... this thread's dlo
 extern int shim_dl_ever SHIM_HIDDEN;                    /* some dlopen happened */
 /* > 0 while this thread is inside an untimed probe (memotest_shim_untimed) */
 extern __thread int shim_untimed SHIM_TLS SHIM_HIDDEN;
+/* > 0 while this thread is inside a yes-or-no probe (memotest_shim_probe) */
+extern __thread int shim_probe SHIM_TLS SHIM_HIDDEN;
 /* The op of a stat-family lookup that found its path: `T` (it handed the caller the
- * times), or `S` inside an untimed probe, whose caller keeps only a yes or no. */
-#define SHIM_STAT_OP (shim_untimed > 0 ? 'S' : 'T')
+ * times), `p` inside a yes-or-no probe, whose caller keeps only what the file is (a
+ * file, a folder, a link...), or `S` inside another untimed call (no time kept). */
+#define SHIM_STAT_OP (shim_probe > 0 ? 'p' : shim_untimed > 0 ? 'S' : 'T')
 /* > 0 while this thread is inside an exist_ok creation (memotest_shim_or_dir): an `M` is
  * written `Y` (absent or a directory, the same to its caller) */
 extern __thread int shim_or_dir SHIM_TLS SHIM_HIDDEN;

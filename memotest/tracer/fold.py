@@ -84,6 +84,7 @@ class Fold:
         self.dirs_found: dict[str, set[int]] = {}
         self.found_empty: set[str] = set()  # of those, empty when first found: same stat
         self.or_dir_missed: set[str] = set()  # missed inside an exist_ok creation (Y)
+        self.looked: set[str] = set()  # found by a lookup that is no yes-or-no probe (S, T)
 
     def copy(self) -> Fold:
         """A fold that goes on from this one's state, this one left as it is."""
@@ -100,6 +101,7 @@ class Fold:
         new.dirs_found = {path: set(pids) for path, pids in self.dirs_found.items()}
         new.found_empty = set(self.found_empty)
         new.or_dir_missed = set(self.or_dir_missed)
+        new.looked = set(self.looked)
         new.pending = {pid: list(paths) for pid, paths in self.pending.items()}
         new.listers = {path: set(pids) for path, pids in self.listers.items()}
         new.seen_as = {path: set(states) for path, states in self.seen_as.items()}
@@ -132,10 +134,13 @@ class Fold:
         by_pid, seen_as, read_back = self.by_pid, self.seen_as, self.read_back
         strictly_missing, clean = self.strictly_missing, self.clean
         dirs_found, or_dir_missed = self.dirs_found, self.or_dir_missed
-        found_empty = self.found_empty
+        found_empty, looked, probed = self.found_empty, self.looked, trace.probed
         elsewhere = trace.read_elsewhere
         for ev in events:
             op = ev.op
+            probe = op == "p"  # a yes-or-no probe's stat: an S that told what is there
+            if probe:
+                op = "S"
             if op == "G":  # written by the reaper, under the child's pid
                 path = last_exec.pop(ev.pid, None)
                 if path is not None:
@@ -175,6 +180,12 @@ class Fold:
                     (trace.reads if op == "R" else trace.missing if op == "M" else trace.stats).add(
                         path
                     )
+                    if probe:
+                        if path not in looked:
+                            probed.add(path)
+                    elif op in "ST":
+                        looked.add(path)
+                        probed.discard(path)
                     if op == "T":
                         orderless = by_pid.get(ev.pid)
                         if orderless is None:

@@ -7,7 +7,13 @@ their caller a yes or no: the file's times stay inside the call. The shim record
 run's modification-time order, ``memotest/inputs/order.py``); it cannot see what the caller
 kept. :func:`install` wraps those functions so that the stats made inside them are
 recorded ``S`` (found, no time) instead: the shim's ``memotest_shim_untimed`` raises this
-thread's depth of untimed probes around the call (``memotest/_shim/core.c``).
+thread's depth of untimed probes around the call (``memotest/_shim/core.c``). Where
+nothing but the standard library can run inside (a string or a plain ``pathlib`` path,
+no Python trace or profile function set), the wrapper raises the depth of yes-or-no
+probes instead (``memotest_shim_probe``): the shim writes those stats ``p``, and a path
+nothing else looked at is held by what is there (a file, a folder, a link), not by its
+content (``memotest/inputs/probed.py``). ``samefile``, whose answer is the two files'
+identity, stays untimed.
 
 What is not wrapped stays timed: ``os.stat``, ``Path.stat``, ``os.path.getmtime`` and
 every other call that hands back a ``stat_result`` or a time, ``DirEntry.is_file()`` (a C
@@ -34,6 +40,7 @@ only the standard library.
 """
 
 import os
+import sys
 
 #: The probes of ``os.path`` (``genericpath``/``posixpath`` on 3.10-3.13; ``isjunction``
 #: from 3.12), and of ``pathlib``'s path classes (on ``Path`` up to 3.12, on
@@ -71,17 +78,36 @@ def shim_scope():
         return None
 
 
-def probe(real, scope):
-    """``real`` (a function of a path, or of two) with its stats untimed."""
+def probe_scope():
+    """The shim's ``memotest_shim_probe``, or None (see :func:`shim_scope`)."""
+    try:
+        import ctypes
+
+        return ctypes.PyDLL(None).memotest_shim_probe
+    except (ImportError, OSError, AttributeError):
+        return None
+
+
+def only_stdlib_inside():
+    """Whether no Python code but the standard library's can run inside a probe called
+    now: no trace or profile function is set (one runs at every frame of the probe's
+    Python code, and may keep what a ``stat`` it makes shows)."""
+    return sys.gettrace() is None and sys.getprofile() is None
+
+
+def probe(real, scope, yes_no=None):
+    """``real`` (a function of a path, or of two) with its stats untimed; with
+    ``yes_no`` (the shim's probe scope), a probe whose answer is what is at the path."""
 
     def untimed(*args, **kwargs):
         # __fspath__ of a path object is the caller's code: run it before the probe
         args = tuple(a if isinstance(a, (str, bytes, int)) else _fspath(a) for a in args)
-        scope(1)
+        around = yes_no if yes_no is not None and only_stdlib_inside() else scope
+        around(1)
         try:
             return real(*args, **kwargs)
         finally:
-            scope(-1)
+            around(-1)
 
     return dressed(untimed, real)
 
@@ -126,16 +152,21 @@ def _fspath(a):
         return a  # the real function says what is wrong with it
 
 
-def method_probe(real, scope):
+def method_probe(real, scope, yes_no=None, plain=()):
     """A pathlib method ``real`` with its stats untimed (``self`` is a path: its
-    ``stat`` runs inside, as pathlib's own)."""
+    ``stat`` runs inside, as pathlib's own); with ``yes_no``, a probe of what is at the
+    path when ``self`` is of one of pathlib's own classes (``plain``): a subclass's
+    ``stat``, ``__fspath__``... is the caller's code, and may keep what it sees."""
 
     def untimed(self, *args, **kwargs):
-        scope(1)
+        around = scope
+        if yes_no is not None and type(self) in plain and only_stdlib_inside():
+            around = yes_no
+        around(1)
         try:
             return real(self, *args, **kwargs)
         finally:
-            scope(-1)
+            around(-1)
 
     return dressed(untimed, real)
 
@@ -208,6 +239,10 @@ def install():
     import posixpath
 
     modules = (genericpath, posixpath, os.path)
+    yes_no = probe_scope()
+    plain = frozenset(
+        c for c in (pathlib.Path, pathlib.PosixPath, getattr(pathlib, "WindowsPath", None)) if c
+    )
     wrapped = {}
     for name in PATH_PROBES + PATH_PROBES_2:
         for module in modules:
@@ -215,13 +250,16 @@ def install():
             if real is None or getattr(real, MARK, False):
                 continue
             if id(real) not in wrapped:
-                wrapped[id(real)] = probe(real, scope)
+                # samefile's answer is the two files' identity: untimed, not a probe
+                told = yes_no if name in PATH_PROBES else None
+                wrapped[id(real)] = probe(real, scope, told)
             setattr(module, name, wrapped[id(real)])
     for cls in pathlib.Path.__mro__:
         for name in PATHLIB_PROBES:
             real = cls.__dict__.get(name)
             if callable(real) and not getattr(real, MARK, False):
-                setattr(cls, name, method_probe(real, scope))
+                told = yes_no if name not in PATH_PROBES_2 else None
+                setattr(cls, name, method_probe(real, scope, told, plain))
     install_or_dir()
     INSTALLED.append(scope)
     return True

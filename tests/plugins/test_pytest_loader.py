@@ -300,17 +300,20 @@ def test_a_configuration_file_below_the_collections_is_left_to_pytest(tmp_path):
 
 
 def test_the_narrow_plugin_can_be_switched_off(proj):
-    """MEMOTEST_PYTEST_NARROW=0: pytest collects as by itself, and stats every entry on
-    the way again (a sibling test file is an input); the switch is part of the key."""
+    """MEMOTEST_PYTEST_NARROW=0: pytest collects as by itself, and probes every entry on
+    the way again (a sibling test file is an input, by what is there: ``probed``); the
+    switch is part of the key."""
     env = {**os.environ, "MEMOTEST_PYTEST_NARROW": "0"}
     proc = memotest("build", "--pytest", cwd=proj, env=env)
     assert proc.returncode == 0, proc.stderr
+    show = memotest("show", "--paths", "--pytest", "pytest:tests/test_arith.py", cwd=proj, env=env)
+    assert f"probed {proj / 'tests' / 'test_plain.py'}" in show.stdout.decode()
     (proj / "tests" / "test_plain.py").write_text("def test_plain():\n    assert 1\n")
     report = proj.parent / "narrow-off.json"
     proc = memotest("build", "--json-report", str(report), "--pytest", cwd=proj, env=env)
     assert proc.returncode == 0, proc.stderr
     st = {t["name"]: t["status"] for t in json.loads(report.read_text())["targets"]}
-    assert st["pytest:tests/test_arith.py"] == "passed"  # re-ran: it stat'ed test_plain.py
+    assert st["pytest:tests/test_arith.py"] == "cached"  # test_plain.py is still a file
     # the same targets: helper_not_a_test.py, which pytest makes a node for on the way to
     # tests/ and drops, is not one
     assert set(st) == set(ALL)

@@ -239,7 +239,7 @@ def project_reads(
         if (
             current
             and current not in refused
-            and ev.op in "RSTMLWNDU"
+            and ev.op in "RSTpMLWNDU"
             and path.startswith(inside)
             and not (path + "/").startswith(tuple(roots))
         ):

@@ -34,7 +34,7 @@ def vouched_reads(events: list[Event], worker_pid: int) -> tuple[list[Event], fr
             watched = True
             continue
         kept.append(ev)
-        if ev.op not in "RSTY" or not ev.fields:
+        if ev.op not in "RSTYp" or not ev.fields:
             continue
         path = resolve_dotdot(ev.path)
         (after if watched and ev.pid == worker_pid else before).add(path)
