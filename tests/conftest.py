@@ -88,6 +88,24 @@ def memotest(
     )
 
 
+def python_without_memotest(venv: Path) -> Path:
+    """A venv at ``venv`` whose Python imports this one's packages (pytest, its plugins)
+    but not memotest's: the paths are plain entries of a ``.pth`` file there, so the
+    ``.pth`` files they hold (memotest's editable install) are not processed. Its python."""
+    import site
+    import sysconfig
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    base = {"base": str(venv), "platbase": str(venv)}
+    purelib = Path(sysconfig.get_path("purelib", vars=base))
+    (purelib / "outside.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    python = venv / "bin" / "python"
+    probe = "import pytest, importlib.util as u; print(u.find_spec('memotest_pytest') is None)"
+    found = subprocess.run([str(python), "-c", probe], capture_output=True, text=True)
+    assert found.stdout.strip() == "True", found.stdout + found.stderr
+    return python
+
+
 def write_tree(root: Path, files: dict[str, str]) -> Path:
     """Writes ``files`` (relative path: text, dedented) under ``root``; returns ``root``."""
     for rel, text in files.items():

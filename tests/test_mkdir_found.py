@@ -15,7 +15,7 @@ import shutil
 import sys
 
 import pytest
-from conftest import build_statuses, write_tree
+from conftest import build_statuses, python_without_memotest, write_tree
 from test_own_leftovers import hazards, overlapping
 
 PY = sys.executable
@@ -205,15 +205,31 @@ def test_two_runs_that_make_or_find_the_same_folder_are_no_hazard(tmp_path):
     assert got == {"a": "cached", "b": "cached"}, out
 
 
-@pytest.mark.parametrize("how", ["warm", "no-warm"])
+COLLECTION = "pytest-collection:tests"
+
+
+def collection_variants(proj) -> int:
+    """How many records the collection has: one more each time it ran, not replayed."""
+    from memotest.store import Store
+
+    with Store.open(proj, lock=False) as store:
+        return len(store.variant_heads([COLLECTION]).get(COLLECTION, []))
+
+
+@pytest.mark.parametrize("how", ["warm", "no-warm", "no-memotest"])
 def test_a_pytest_build_recorded_with_benchmarks_there_replays_in_a_fresh_clone(
     tmp_path, host_pytest_plugins, how
 ):
     """The fleet's quickstart: machine 1's records come from runs where pytest-benchmark's
-    ``.benchmarks`` was there; a fresh clone has none and replays them (the collection's
-    and the target's), whether the target forked from a worker that configured pytest or
-    ran as a fresh process. A file there runs again."""
-    pytest.importorskip("pytest_benchmark")  # not in the test extra: where it is installed
+    ``.benchmarks`` was there; a fresh clone has none and replays the target, whether it
+    forked from a worker that configured pytest, ran as a fresh process, or ran in an
+    interpreter that cannot import memotest (``--pytest-python``: no ``narrow`` plugin).
+    The collection forked from a warm worker replays too: ``narrow.py``'s
+    ``pytest_configure`` wraps the storage's ``mkdir`` in the collection as in the
+    targets. A fresh process's collection lists the project folder whole: it runs again
+    and makes the folder again. A file there runs again."""
+    # in the test extra; not in .ci/other-pythons' venvs (pytest and pytest-xdist only)
+    pytest.importorskip("pytest_benchmark")
     env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")  # pytest-benchmark alone
     proj = write_tree(
         tmp_path / "proj",
@@ -223,15 +239,21 @@ def test_a_pytest_build_recorded_with_benchmarks_there_replays_in_a_fresh_clone(
         },
     )
     (proj / ".benchmarks").mkdir()
-    args = ("-j1", "-v", *(["--no-warm"] if how == "no-warm" else []), "--pytest", "tests")
+    args = ["-j1", "-v", "--pytest", "tests"]
+    if how == "no-warm":
+        args.insert(0, "--no-warm")
+    if how == "no-memotest":
+        python = python_without_memotest(tmp_path / "venv")
+        args[:0] = ["--pytest-python", str(python)]
     a = "pytest:tests/test_a.py"
     rc, out, st = build_statuses(proj, *args, env=env)
     assert (rc, st) == (0, {a: "passed"}), out
+    assert collection_variants(proj) == 1, out
     (proj / ".benchmarks").rmdir()  # the fresh clone
     rc, out, st = build_statuses(proj, *args, env=env)
     assert (rc, st) == (0, {a: "cached"}), out
-    # (a collection that ran again, as in a fresh process, which lists the project
-    # folder whole, made it again)
+    if how == "warm":
+        assert collection_variants(proj) == 1 and not (proj / ".benchmarks").exists(), out
     if (proj / ".benchmarks").is_dir():
         (proj / ".benchmarks").rmdir()
     (proj / ".benchmarks").write_text("")

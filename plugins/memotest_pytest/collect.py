@@ -55,23 +55,6 @@ def named_paths(config):  # no annotations: any Python the tests use runs this f
     return tuple(paths) if all(p.exists() for p in paths) else None
 
 
-def benchmark_storage_or_dir():
-    """pytest-benchmark, where it is loaded, makes its storage folder (``.benchmarks``)
-    when configured (``FileStorage.__init__``, and ``get`` at each save) with
-    ``Path.mkdir(parents=True)``, dropping any ``OSError``: it ends the same where the
-    folder was and where nothing was. Told so to the shim (``memotest_shim_or_dir``), as
-    ``memotest_walk`` does in tox's and nox's pytest: the folder it made holds where it
-    is left (the shim's ``Y``), the folder it found where it is absent, in a fresh
-    checkout (``Z``); a file there runs again. Called from a ``pytest_configure`` run
-    before pytest-benchmark's: the collection's (``BenchmarkStorage``) and each
-    target's (``narrow.py``)."""
-    if "pytest_benchmark" not in sys.modules:
-        return
-    from memotest_pytest.walk_path.memotest_walk import benchmark_storage_or_dir as wrap
-
-    wrap()  # the same wrapping as tox's and nox's pytest get (one copy of it)
-
-
 def within(path, named):
     """Whether ``path`` is one of ``named`` or inside one."""
     return any(path == w or w in path.parents for w in named)
@@ -137,11 +120,6 @@ def main():
                 self.files.setdefault(str(path), 0)
                 self.files[str(path)] += 1
 
-    class BenchmarkStorage:
-        @pytest.hookimpl(tryfirst=True)  # before pytest-benchmark's, which makes it
-        def pytest_configure(self, config):
-            benchmark_storage_or_dir()
-
     class Noted(pytest.File):
         def collect(self):
             return []
@@ -170,12 +148,11 @@ def main():
             pass
 
     plugin = FilesOnly() if narrow else Collect()
-    plugins = [BenchmarkStorage(), plugin]
     if narrow:  # the targets' runs can be configured by a worker (early.py)
         with contextlib.suppress(OSError):
             plugin.tell = os.dup(1)  # fd-capture redirects 1 while pytest runs
     args = ["--collect-only", "-q", "-p", "no:cacheprovider"] + (["-p", NARROW] if narrow else [])
-    code = pytest.main(args + sys.argv[1:], plugins=plugins)
+    code = pytest.main(args + sys.argv[1:], plugins=[plugin])
     if plugin.tell is not None:
         os.close(plugin.tell)
     if narrow and code == 5 and plugin.files:

@@ -23,6 +23,10 @@ target looks at as an input:
   FILE=N``, ``memotest_pytest.split``): ``--memotest-part K/N`` keeps the tests whose
   position in the file's collection is K modulo N, so that one big file spreads over the
   job slots, as ``pytest -n`` spreads tests.
+* **pytest-benchmark's storage folder holds where it is absent or a folder**
+  (``pytest_configure``): its ``mkdir`` ends the same either way, so a record made where
+  the folder was there replays in a fresh clone, and one made where the run made it
+  replays where it is left (``docs/limits.md``, "A run's own leftovers").
 * **A file with no tests passes.** memotest makes a target of every file pytest would
   collect, without importing them; one that turns out to hold no test (``pytest`` exit
   status 5, "no tests collected") is a test file with nothing to fail, so the run ends with
@@ -37,11 +41,12 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
-from memotest_pytest.collect import ONLY, PART, benchmark_storage_or_dir, named_paths
+from memotest_pytest.collect import ONLY, PART, named_paths
 from memotest_pytest.results import start as record_results
 
 #: The tests of a partial run (``memotest/check/select.py``'s ``SELECT_ENV``: this plugin runs
@@ -119,9 +124,14 @@ def _wanted(config: pytest.Config) -> Wanted | None:
 @pytest.hookimpl(tryfirst=True)  # before pytest-benchmark's, which makes its storage
 def pytest_configure(config: pytest.Config) -> None:
     """pytest-benchmark's storage folder, made or found, told to the shim as "absent or a
-    directory" (``collect.benchmark_storage_or_dir``): in a run forked from a worker that
-    configured pytest, at the worker's configuration, whose record each run holds."""
-    benchmark_storage_or_dir()
+    directory" (``memotest_walk.benchmark_storage_or_dir``, the wrapping tox's and nox's
+    pytest get): in each target, and in the ``--pytest`` collection, which loads this
+    plugin too (``collect.NARROW``); in a run forked from a worker that configured
+    pytest, at the worker's configuration, whose record each run holds."""
+    if "pytest_benchmark" in sys.modules:
+        from memotest_pytest.walk_path.memotest_walk import benchmark_storage_or_dir
+
+        benchmark_storage_or_dir()
 
 
 @pytest.hookimpl(tryfirst=True)  # before conftests' own, which may answer False

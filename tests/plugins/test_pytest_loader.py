@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import build_statuses, memotest, write_tree
+from conftest import build_statuses, memotest, python_without_memotest, write_tree
 
 PY = sys.executable
 
@@ -184,24 +184,7 @@ def test_an_interpreter_without_memotest_gets_the_full_collection(tmp_path, proj
     """--pytest-python naming an environment where memotest_pytest is not importable: the
     collection imports the modules (only files with tests become targets) and the targets
     run without the narrow plugin."""
-    import site
-    import subprocess
-    import sysconfig
-
-    venv = tmp_path / "venv"
-    subprocess.run([PY, "-m", "venv", "--without-pip", str(venv)], check=True)
-    purelib = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
-    # pytest and its dependencies, as plain path entries: the .pth files there (memotest's
-    # editable install) are not processed, so memotest_pytest cannot be imported
-    (purelib / "outside.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    python = venv / "bin" / "python"
-    probe = [
-        str(python),
-        "-c",
-        "import pytest, importlib.util as u; print(u.find_spec('memotest_pytest') is None)",
-    ]
-    assert subprocess.run(probe, capture_output=True, text=True).stdout.strip() == "True"
-
+    python = python_without_memotest(tmp_path / "venv")
     (proj / "tests" / "test_nothing.py").write_text("X = 1\n")
     code, out, st = build(proj, "--pytest", "--pytest-python", str(python))
     assert code == 0, out

@@ -195,7 +195,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def benchmark_storage_or_dir() -> None:
     """:func:`pytest_configure`'s wrapping of pytest-benchmark's storage, where it is
-    loaded; also ``memotest_pytest.collect``'s, in memotest's own pytest runs."""
+    loaded; also ``memotest_pytest.narrow``'s, in memotest's own pytest runs (each
+    ``--pytest`` target and the collection)."""
     if "pytest_benchmark" not in sys.modules:
         return
     try:
