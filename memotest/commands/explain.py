@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 from typing import TYPE_CHECKING
 
 from memotest.commands.options import add_file_option, add_plugin_options
@@ -46,8 +47,16 @@ def add_parser(sub: argparse._SubParsersAction, plugin_options: bool = True) -> 
 def run(args: argparse.Namespace) -> int:
     from memotest.load import plugins
 
+    global STARTED_NS
+    STARTED_NS = time.time_ns()
     with plugins.configured(args) as config:
         return explain(config)
+
+
+#: When this command started: a record whose run started later was made while the
+#: targets were listed (a loader's memoized command, ``pytest-collection:...``, which ran
+#: because it was not up to date), not found up to date.
+STARTED_NS: int | None = None
 
 
 def explain(config: plugins.Config) -> int:
@@ -102,6 +111,12 @@ def say(
 
     for name, v in verdicts.items():
         if isinstance(v, Fresh):
+            if STARTED_NS is not None and v.record.started_ns >= STARTED_NS:
+                print(
+                    f"{name}: was not up to date: it ran again to list the targets "
+                    f"(passed in {v.record.duration:.1f}s), and is up to date now"
+                )
+                continue
             print(f"{name}: up to date (last run passed in {v.record.duration:.1f}s)")
             continue
         if parts and name in parts:

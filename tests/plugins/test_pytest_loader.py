@@ -300,3 +300,16 @@ def test_the_narrow_plugin_can_be_switched_off(proj):
     # the same targets: helper_not_a_test.py, which pytest makes a node for on the way to
     # tests/ and drops, is not one
     assert set(st) == set(ALL)
+
+
+def test_explain_of_a_collection_that_ran_to_list_the_targets_says_so(proj):
+    """``explain`` lists the targets with the collection, which runs again when it is not
+    up to date: it says so, not that it was up to date."""
+    proc = memotest("build", "--pytest", cwd=proj)
+    assert proc.returncode == 0, proc.stderr
+    name = "pytest-collection:."
+    (proj / "tests" / "conftest.py").write_text("# a conftest now\n")
+    out = memotest("explain", "--pytest", name, cwd=proj).stdout.decode()
+    assert f"{name}: was not up to date: it ran again to list the targets" in out, out
+    out = memotest("explain", "--pytest", name, cwd=proj).stdout.decode()
+    assert f"{name}: up to date" in out, out
