@@ -53,8 +53,12 @@ def test_the_next_worker_preloads_what_the_runs_imported_but_the_projects_own(tm
     learned = hints(proj)["modules"]
     assert "colorsys" in learned
     assert not [m for m in learned if m.split(".")[0] in ("mypkg", "tests", "test_a")]
-    code, out, st = build_statuses(proj, "--force", "--pytest")
-    assert code == 0
+    code, out, st = build_statuses(proj, "-v", "--force", "--pytest")
+    if "a warm worker could not be used" in out:
+        # refused (a busy machine: its start-up not traced completely): the runs went fresh,
+        # as faithful, so without the preload; the next build's worker has it
+        code, out, st = build_statuses(proj, "-v", "--force", "--pytest")
+    assert code == 0, out
     assert st == {"pytest:tests/test_a.py": "passed", "pytest:tests/test_b.py": "passed"}, out
     code, out, st = build_statuses(proj, "--force", "--no-preload", "--pytest")
     assert code == 1

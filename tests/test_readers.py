@@ -1,8 +1,8 @@
 """Readers as data (``memotest/inputs/readers.py``): adding one is one file.
 
-The reader here, ``setup.cfg``'s ``[tool:pytest]`` section as pytest's configuration
-search reads it, is one plugin module written into the test's folder and loaded with
-``MEMOTEST_PLUGINS``: no other module knows it.
+The reader here, a project's ``settings.ini`` by its ``[app]`` section as the project's
+own ``cfgload.load()`` reads it, is one plugin module written into the test's folder and
+loaded with ``MEMOTEST_PLUGINS``: no other module knows it.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from memotest.load import plugins
 from memotest.model import Kind
 from memotest.store import Store
 
-PLUGIN = "setupcfg_reader"
+PLUGIN = "settings_reader"
 PLUGIN_SOURCE = '''
-"""A reader: ``setup.cfg`` by its ``[tool:pytest]`` section, when only pytest's
-configuration search opened it."""
+"""A reader: ``settings.ini`` by its ``[app]`` section, when only the project's
+``cfgload.load()`` opened it."""
 
 import configparser
 import json
@@ -33,7 +33,7 @@ import json
 from memotest.hookspecs import hookimpl
 from memotest.inputs.readers import UNPARSED, Caller, Reader, part_digest
 
-NAME = "tool:pytest"
+NAME = "app"
 
 
 def section_digest(data, path):
@@ -51,22 +51,31 @@ def memotest_readers():
     return [
         Reader(
             name=NAME,
-            match="setup.cfg",
-            callers=(Caller(files=("/_pytest/config/findpaths.py",)),),
+            match="settings.ini",
+            callers=(Caller(files=("/cfgload.py",), function="load"),),
             digest=section_digest,
-            holds_by="its [tool:pytest] section",
+            holds_by="its [app] section",
             unparsed="no longer parses as an INI file",
         )
     ]
 '''
 
-SETUP_CFG = """\
+SETTINGS = """\
 [metadata]
-name = demo
 version = 1.0
 
-[tool:pytest]
-addopts = -q
+[app]
+mode = fast
+"""
+#: The project's own reader of ``settings.ini``, the reader's caller.
+CFGLOAD = """\
+import configparser
+
+
+def load():
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read("settings.ini")
+    return dict(parser["app"])
 """
 
 A = "pytest:tests/test_a.py"
@@ -93,40 +102,41 @@ def registered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Modu
 
 def test_the_reader_holds_by_its_section(registered: ModuleType) -> None:
     digest = registered.section_digest
-    base = digest(SETUP_CFG.encode(), "/p/setup.cfg")
-    assert base.startswith("tool:pytest:")
-    assert digest(SETUP_CFG.replace("1.0", "2.0").encode(), "/p/setup.cfg") == base
-    assert digest(SETUP_CFG.replace("-q", "-v").encode(), "/p/setup.cfg") != base
-    assert digest(b"[tool:pytest\n", "/p/setup.cfg") == readers.UNPARSED
-    assert readers.digest_of("/p/setup.cfg", SETUP_CFG.encode()) == base
+    base = digest(SETTINGS.encode(), "/p/settings.ini")
+    assert base.startswith("app:")
+    assert digest(SETTINGS.replace("1.0", "2.0").encode(), "/p/settings.ini") == base
+    assert digest(SETTINGS.replace("fast", "slow").encode(), "/p/settings.ini") != base
+    assert digest(b"[app\n", "/p/settings.ini") == readers.UNPARSED
+    assert readers.digest_of("/p/settings.ini", SETTINGS.encode()) == base
 
 
 def test_a_path_s_reader_is_the_first_whose_pattern_fits(registered: ModuleType) -> None:
-    found = readers.reader_for("/p/setup.cfg")
-    assert found is not None and found.name == "tool:pytest"
+    found = readers.reader_for("/p/settings.ini")
+    assert found is not None and found.name == "app"
     assert found in readers.registered()
     assert readers.reader_for("/p/sub/pyproject.toml").name == "tool.pytest"  # type: ignore[union-attr]
     assert readers.reader_for("/p/codec-x.json.gz").name == "gzip"  # type: ignore[union-attr]
     assert readers.reader_for("/p/x.dist-info/entry_points.txt").name == "entry-points"  # type: ignore[union-attr]
-    assert readers.reader_for("/p/setup.cfg.orig") is None
+    assert readers.reader_for("/p/setup.cfg").name == "pytest-setup-cfg"  # type: ignore[union-attr]
+    assert readers.reader_for("/p/settings.ini.orig") is None
     assert readers.reader_for("/p/x.txt") is None
 
 
 def test_the_reader_is_gone_with_its_plugin(tmp_path: Path) -> None:
-    assert readers.reader_for("/p/setup.cfg") is None
-    assert all(r["name"] != "tool:pytest" for r in readers.worker_table())
+    assert readers.reader_for("/p/settings.ini") is None
+    assert all(r["name"] != "app" for r in readers.worker_table())
 
 
 def test_the_worker_gets_the_readers_that_have_callers(registered: ModuleType) -> None:
     table = readers.worker_table()
     by_name = {r["name"]: r for r in table}
-    assert by_name["tool:pytest"] == {
-        "name": "tool:pytest",
-        "match": "setup.cfg",
+    assert by_name["app"] == {
+        "name": "app",
+        "match": "settings.ini",
         "callers": [
             {
-                "files": ["/_pytest/config/findpaths.py"],
-                "function": None,
+                "files": ["/cfgload.py"],
+                "function": "load",
                 "called_from": None,
                 "depth": 8,
             }
@@ -149,13 +159,14 @@ def kind(proj: Path, target: str, rel: str) -> str:
 
 
 def test_a_reader_added_by_one_plugin_module(tmp_path: Path) -> None:
-    """End to end: a ``--pytest`` build holds ``setup.cfg`` by its ``[tool:pytest]``
-    section once the plugin module is loaded, and by nothing else."""
+    """End to end: a ``--pytest`` build holds ``settings.ini`` by its ``[app]`` section
+    once the plugin module is loaded, and by nothing else."""
     proj = write_tree(
         tmp_path / "proj",
         {
-            "setup.cfg": SETUP_CFG,
-            "tests/test_a.py": "def test_a():\n    pass\n",
+            "settings.ini": SETTINGS,
+            "tests/cfgload.py": CFGLOAD,
+            "tests/test_a.py": "from cfgload import load\n\ndef test_a():\n    assert load()\n",
             "tests/test_b.py": "def test_b():\n    pass\n",
         },
     )
@@ -171,11 +182,11 @@ def test_a_reader_added_by_one_plugin_module(tmp_path: Path) -> None:
         return statuses
 
     assert built() == {A: "passed", B: "passed"}
-    assert kind(proj, A, "setup.cfg") == "section"
-    cfg = proj / "setup.cfg"
-    cfg.write_text(SETUP_CFG.replace("version = 1.0", "version = 1.1"))
+    assert kind(proj, A, "settings.ini") == "section"
+    cfg = proj / "settings.ini"
+    cfg.write_text(SETTINGS.replace("version = 1.0", "version = 1.1"))
     assert built() == {A: "cached", B: "cached"}
-    cfg.write_text(cfg.read_text().replace("addopts = -q", "addopts = -q -p no:doctest"))
+    cfg.write_text(cfg.read_text().replace("mode = fast", "mode = fast\nlevel = 2"))
     explain = memotest("explain", A, cwd=proj, env=env).stdout.decode()
-    assert "setup.cfg: its [tool:pytest] section changed" in explain, explain
-    assert built() == {A: "passed", B: "passed"}
+    assert "settings.ini: its [app] section changed" in explain, explain
+    assert built() == {A: "passed", B: "cached"}
