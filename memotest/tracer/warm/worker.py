@@ -201,7 +201,7 @@ class Worker:
             trace_dir=self.run.dir,
         )
         if not trace.complete:
-            self.why = "its start-up was not traced completely"
+            self.why = f"its start-up was not traced completely ({trace.incomplete[0].reason})"
             return False
         self.events = events  # a new list: the runs forked so far keep theirs
         paths = trace.reads | trace.stats | trace.missing | trace.listed | trace.loaded
