@@ -170,11 +170,9 @@ class Trace:
     #: processes of :data:`ORDERLESS_PROGRAMS`. Only these can be in the run's mtime
     #: order (``inputs/order.py``). None: not told apart (every stat counts).
     timed: set[str] | None = None
-    #: Of ``stats``: the paths that only yes-or-no probes found (the shim's ``p``:
-    #: ``os.path.isfile``, ``Path.exists``...), which told their callers what is there (a
-    #: file, a folder, a link), not its size, times or link count: held by that, unless
-    #: the tree also read, executed, loaded or otherwise looked them up
-    #: (``inputs/probed.py``).
+    #: Of ``stats``: the paths only yes-or-no probes found (the shim's ``p``: ``isfile``,
+    #: ``Path.exists``...), which told what is there, not its size, times or links: held
+    #: by that unless the tree looked at them otherwise too (``inputs/probed.py``).
     probed: set[str] = field(default_factory=set)
     missing: set[str] = field(default_factory=set)
     #: Of ``missing``: the paths whose absence only a call that ends the same on another
