@@ -171,8 +171,8 @@ class Trace:
     #: order (``inputs/order.py``). None: not told apart (every stat counts).
     timed: set[str] | None = None
     #: Of ``stats``: the paths only yes-or-no probes found (the shim's ``p``: ``isfile``,
-    #: ``Path.exists``...), which told what is there, not its size, times or links: held
-    #: by that unless the tree looked at them otherwise too (``inputs/probed.py``).
+    #: ``Path.exists``...), nothing of the tree read, ran, wrote or looked up otherwise:
+    #: held by what is there, not size, times or links (``inputs/probed.py``).
     probed: set[str] = field(default_factory=set)
     missing: set[str] = field(default_factory=set)
     #: Of ``missing``: the paths whose absence only a call that ends the same on another

@@ -41,7 +41,6 @@ from dataclasses import replace
 
 from memotest.inputs.base import InputKind, refresh, type_word
 from memotest.inputs.order import UNORDERED_SUFFIXES
-from memotest.inputs.probed import only_probed
 from memotest.model import Input, Kind, StatSig, Trace
 from memotest.world.fingerprint import OPEN_FLAGS, UNREADABLE, FileStates, Fingerprint, Refresh
 from memotest.world.observable import (
@@ -71,7 +70,7 @@ class File(InputKind):
 
     def observed(self, trace: Trace) -> Iterable[str]:
         written = trace.writes | trace.deleted
-        probed = only_probed(trace)  # held by what is there (``inputs/probed.py``)
+        probed = trace.probed  # held by what is there (``inputs/probed.py``)
         for group in (trace.reads, trace.execs, trace.loaded):
             yield from (path for path in group if path not in written)
         yield from (p for p in trace.stats if p not in written and p not in probed)

@@ -48,19 +48,11 @@ def type_letter(st: os.stat_result) -> str:
     return "c" if stat.S_ISCHR(mode) else "?"
 
 
-def only_probed(trace: Trace) -> set[str]:
-    """The paths of ``trace`` that only yes-or-no probes found."""
-    if not trace.probed:
-        return set()
-    other = trace.reads | trace.execs | trace.loaded | trace.missing
-    return trace.probed - other - trace.writes - trace.deleted
-
-
 class Probed(InputKind):
     kind = Kind.PROBED
 
     def observed(self, trace: Trace) -> Iterable[str]:
-        return only_probed(trace)
+        return trace.probed
 
     def after_run(
         self, path: str, states: FileStates, trace: Trace

@@ -156,6 +156,9 @@ def build_trace(
         for path in fold.dirs_found
         if path in trace.missing_or and path not in fold.or_dir_missed
     }
+    # only probed: nothing of the tree looked at them otherwise (``inputs/probed.py``)
+    trace.probed -= trace.reads | trace.execs | trace.loaded | trace.missing
+    trace.probed -= trace.writes | trace.deleted
     trace.incomplete = _dedup(incomplete)
     trace.complete = not trace.incomplete
     return trace
