@@ -65,25 +65,16 @@ MARK = "__memotest_untimed__"
 INSTALLED = []  # the shim's function, once installed
 
 
-def shim_scope():
-    """The shim's ``memotest_shim_untimed`` (depth change -> new depth), or None when no
-    shim that has it is loaded into this process (then nothing is wrapped)."""
+def shim_scope(name="memotest_shim_untimed"):
+    """The shim's scope function ``name`` (``memotest_shim_untimed``, ``_probe``,
+    ``_or_dir``: depth change -> new depth), or None when no shim that has it is loaded
+    into this process (then nothing is wrapped)."""
     try:
         import ctypes
 
         # PyDLL: the call keeps the GIL (it takes nanoseconds). No ``argtypes``: a Python
         # int goes as a C int anyway, and the checks would double the call's cost.
-        return ctypes.PyDLL(None).memotest_shim_untimed
-    except (ImportError, OSError, AttributeError):
-        return None
-
-
-def probe_scope():
-    """The shim's ``memotest_shim_probe``, or None (see :func:`shim_scope`)."""
-    try:
-        import ctypes
-
-        return ctypes.PyDLL(None).memotest_shim_probe
+        return getattr(ctypes.PyDLL(None), name)
     except (ImportError, OSError, AttributeError):
         return None
 
@@ -171,16 +162,6 @@ def method_probe(real, scope, yes_no=None, plain=()):
     return dressed(untimed, real)
 
 
-def or_dir_scope():
-    """The shim's ``memotest_shim_or_dir``, or None (see :func:`shim_scope`)."""
-    try:
-        import ctypes
-
-        return ctypes.PyDLL(None).memotest_shim_or_dir
-    except (ImportError, OSError, AttributeError):
-        return None
-
-
 def makedirs_or_dir(real, scope):
     """``os.makedirs`` whose ``exist_ok=True`` calls say so to the shim."""
 
@@ -214,7 +195,7 @@ def mkdir_or_dir(real, scope):
 
 def install_or_dir():
     """Wraps ``os.makedirs`` and ``Path.mkdir`` (exist_ok calls only)."""
-    scope = or_dir_scope()
+    scope = shim_scope("memotest_shim_or_dir")
     if scope is None:
         return
     import pathlib
@@ -239,7 +220,7 @@ def install():
     import posixpath
 
     modules = (genericpath, posixpath, os.path)
-    yes_no = probe_scope()
+    yes_no = shim_scope("memotest_shim_probe")
     plain = frozenset(
         c for c in (pathlib.Path, pathlib.PosixPath, getattr(pathlib, "WindowsPath", None)) if c
     )
